@@ -1,0 +1,92 @@
+"""The `pt2-inspector` command: the window by default, sub-commands for headless use.
+
+Each sub-command lives in its own module under `inspector/commands/` and exposes
+`NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`. This module only
+dispatches and turns user errors into the one-line contract:
+`error: <what> (<why>)` on stderr, exit 2, no traceback (unless --debug).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Sequence
+
+from inspector import __version__
+from inspector.commands import COMMANDS
+from inspector.core.errors import InspectorError
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse prints usage + message and exits 2; keep that but one `error:` line."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"error: {message} (see {self.prog} --help)\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def _gui_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="pt2-inspector",
+        description="Inspect torch.export .pt2 archives. Without a sub-command, opens the window.",
+        epilog="sub-commands: " + ", ".join(c.NAME for c in COMMANDS)
+        + " (pt2-inspector COMMAND --help)",
+    )
+    parser.add_argument("files", nargs="*", metavar="FILE", help=".pt2 archives to open")
+    parser.add_argument("--demo", action="store_true", help="open the bundled demo archive")
+    parser.add_argument("--screenshot", metavar="PNG",
+                        help="render the main window offscreen to PNG and exit")
+    parser.add_argument("--version", action="version", version=f"pt2-inspector {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    return parser
+
+
+def _command_parser(command) -> argparse.ArgumentParser:
+    parser = _Parser(prog=f"pt2-inspector {command.NAME}", description=command.HELP)
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    command.add_arguments(parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    by_name = {c.NAME: c for c in COMMANDS}
+    if argv and argv[0] in by_name:
+        command = by_name[argv[0]]
+        args = _command_parser(command).parse_args(argv[1:])
+        runner = command.run
+    else:
+        args = _gui_parser().parse_args(argv)
+        from inspector.commands import gui  # Qt is imported only on this path
+
+        runner = gui.run
+    try:
+        return runner(args)
+    except InspectorError as exc:
+        if args.debug:
+            traceback.print_exc()
+        sys.stderr.write(f"error: {exc}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        sys.stderr.write("error: interrupted (Ctrl+C); nothing was written\n")
+        return 130
+    except BrokenPipeError:
+        # `pt2-inspector list F | head`: the reader left; that is not an error.
+        sys.stderr.close()
+        return 0
+    except Exception as exc:  # a bug of ours: still one line unless --debug
+        if args.debug:
+            traceback.print_exc()
+        else:
+            sys.stderr.write(
+                f"error: internal error: {type(exc).__name__}: {exc} "
+                "(run again with --debug for the traceback, and please report it)\n"
+            )
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,11 @@
+"""Sub-commands of `pt2-inspector`, one module each (see inspector/cli.py).
+
+Modules here import heavy things (torch, Qt) only inside `run`, so that
+`pt2-inspector info` starts fast and never loads torch.
+"""
+
+from __future__ import annotations
+
+from inspector.commands import audit, devices, export, info, listing, retarget, run
+
+COMMANDS = (info, listing, audit, export, retarget, run, devices)
