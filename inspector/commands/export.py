@@ -1,18 +1,88 @@
-"""`pt2-inspector export` (not built yet)."""
+"""`pt2-inspector export [options] -o OUT.pt2`: export the toy model with chosen Dim ranges.
+
+The export runs in a child process (`python -m inspector.jobs export`); this command
+validates the spec first (a bad spec writes nothing and never starts torch), draws a
+progress bar on a terminal, and on Ctrl+C cancels the child and removes its partial file.
+"""
 
 from __future__ import annotations
 
 import argparse
-
-from inspector.core.errors import InspectorError
+import json
+import sys
+from typing import Any
 
 NAME = "export"
-HELP = "export (not available yet)"
+HELP = "export the toy image-to-text model with chosen Dim ranges to a .pt2"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("rest", nargs="*")
+    from inspector.jobs.spec import add_spec_arguments
+
+    add_spec_arguments(parser)
+    parser.add_argument("-o", "--output", required=True, metavar="OUT.pt2",
+                        help="archive to write (replaced atomically)")
+    parser.add_argument("--separate", action="store_true",
+                        help="write OUT-encoder.pt2 and OUT-decoder.pt2 instead (the blog's files)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+class ProgressBar:
+    """One line on stderr, redrawn in place; only used when stderr is a terminal."""
+
+    def __init__(self, stream: Any = None, width: int = 30) -> None:
+        self.stream = stream or sys.stderr
+        self.width = width
+        self.enabled = bool(getattr(self.stream, "isatty", lambda: False)())
+
+    def update(self, stage: str, fraction: float) -> None:
+        if not self.enabled:
+            return
+        filled = int(round(fraction * self.width))
+        bar = "#" * filled + "-" * (self.width - filled)
+        self.stream.write(f"\r[{bar}] {fraction * 100:3.0f}% {stage:<20}")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self.stream.write("\n")
+            self.stream.flush()
 
 
 def run(args: argparse.Namespace) -> int:
-    raise InspectorError("export is not available in this version yet")
+    from inspector.jobs.export import check_output
+    from inspector.jobs.runner import Job, cleanup_partial, run_job
+    from inspector.jobs.spec import ExportSpec, separate_paths
+
+    spec = ExportSpec.from_args(args)  # ExportSpecError -> `error: ...`, exit 2
+    check_output(args.output)
+    argv = [*spec.to_argv(), "-o", args.output] + (["--separate"] if args.separate else [])
+    bar = ProgressBar()
+    started: list[Job] = []
+
+    def on_event(event: dict[str, Any]) -> None:
+        if event["event"] == "progress":
+            bar.update(event["stage"], event["fraction"])
+        elif event["event"] == "log" and event.get("level") != "info":
+            sys.stderr.write(f"{event['level']}: {event['message']}\n")
+
+    try:
+        result = run_job("export", argv, on_event=on_event, on_start=started.append)
+    except KeyboardInterrupt:
+        if started:  # run_job already stopped the child; remove what it staged
+            cleanup_partial(args.output, started[0].pid)
+        raise
+    finally:
+        bar.close()
+    if args.json:
+        sys.stdout.write(json.dumps(result, indent=1) + "\n")
+    else:
+        outs = separate_paths(args.output).values() if args.separate else [args.output]
+        ranges = result.get("ranges", {})
+        sys.stdout.write(
+            f"wrote {', '.join(str(o) for o in outs)} ({result['bytes'] / 1e6:.1f} MB, "
+            f"programs {', '.join(result['programs'])}; batch {ranges['batch'][0]}:"
+            f"{ranges['batch'][1]}, seq_len {ranges['seq_len'][0]}:{ranges['seq_len'][1]}; "
+            f"{result['seconds']:.1f} s)\n"
+        )
+    return 0

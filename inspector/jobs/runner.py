@@ -1,0 +1,160 @@
+"""Parent side of a job: spawn `python -m inspector.jobs JOB ...`, read its events.
+
+Used by the CLI (export, run, devices). The window drives the same child through a
+QProcess; it can reuse `job_argv`/`child_env` (and the specs' `to_argv`) so both start
+exactly the same command, and `cleanup_partial` after it had to kill an export.
+
+Never imports torch: the parent stays light and a crash in torch stays in the child.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import inspector
+from inspector.core.errors import InspectorError
+from inspector.jobs.protocol import ERROR, RESULT, ProtocolError, decode
+
+CANCEL_GRACE_S = 0.5  # SIGTERM first (lets the child remove partial files), then SIGKILL
+
+
+class JobError(InspectorError):
+    """The child reported an error event, or died without a result."""
+
+    def __init__(self, message: str, details: str = "", exit_code: int | None = None) -> None:
+        super().__init__(message)
+        self.details = details
+        self.exit_code = exit_code
+
+
+def job_argv(job: str, args: Sequence[str] = ()) -> list[str]:
+    return [sys.executable, "-m", "inspector.jobs", job, *args]
+
+
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The parent's environment, with our package importable even when it is run from
+    a checkout rather than installed."""
+    env = dict(os.environ)
+    root = str(Path(inspector.__file__).resolve().parent.parent)
+    parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if root not in parts:
+        env["PYTHONPATH"] = os.pathsep.join([root, *parts])
+    env.setdefault("PYTHONIOENCODING", "utf-8")
+    env.update(extra or {})
+    return env
+
+
+def cleanup_partial(output: str | os.PathLike[str], pid: int) -> None:
+    """Remove what an export child with `pid` left before it was SIGKILLed."""
+    from inspector.jobs.spec import partial_dir
+
+    shutil.rmtree(partial_dir(output, pid), ignore_errors=True)
+
+
+class Job:
+    """One running child. Iterate `events()`; `cancel()` ends it within ~CANCEL_GRACE_S."""
+
+    def __init__(self, job: str, args: Sequence[str] = (), *,
+                 env: dict[str, str] | None = None) -> None:
+        self.argv = job_argv(job, args)
+        self._stderr: collections.deque[str] = collections.deque(maxlen=200)
+        self.proc = subprocess.Popen(
+            self.argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=child_env(env),
+            # Its own session: Ctrl+C reaches only us, and we cancel the child in order.
+            start_new_session=True,
+        )
+        self.pid = self.proc.pid
+        self._reader = threading.Thread(target=self._drain_stderr, daemon=True)
+        self._reader.start()
+
+    def _drain_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for raw in self.proc.stderr:
+            self._stderr.append(raw.decode("utf-8", "replace").rstrip("\n"))
+
+    def stderr_tail(self, lines: int = 40) -> str:
+        return "\n".join(list(self._stderr)[-lines:])
+
+    def events(self) -> Iterator[dict[str, Any]]:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            if not raw.strip():
+                continue
+            try:
+                yield decode(raw)
+            except ProtocolError as exc:  # never fatal: show it as a log line
+                yield {"event": "log", "level": "warning", "message": str(exc)}
+        self.proc.wait()
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def cancel(self, grace: float = CANCEL_GRACE_S) -> int:
+        if self.proc.poll() is None:
+            try:
+                self.proc.send_signal(signal.SIGTERM)
+                self.proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+            except ProcessLookupError:
+                pass
+        code = self.proc.wait()
+        self.close()
+        return code
+
+    def close(self) -> None:
+        for stream in (self.proc.stdout,):
+            if stream is not None:
+                stream.close()
+        self._reader.join(timeout=1)
+
+    def __enter__(self) -> Job:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cancel()
+
+
+def run_job(job: str, args: Sequence[str] = (), *,
+            on_event: Callable[[dict[str, Any]], None] | None = None,
+            on_start: Callable[[Job], None] | None = None,
+            env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run a job to the end; return its result event, raise JobError on its error
+    event. On KeyboardInterrupt the child is cancelled before the exception goes on."""
+    child = Job(job, args, env=env)
+    if on_start:
+        on_start(child)
+    result: dict[str, Any] | None = None
+    try:
+        for event in child.events():
+            if on_event:
+                on_event(event)
+            if event["event"] == RESULT:
+                result = event
+            elif event["event"] == ERROR:
+                child.proc.wait()
+                details = event.get("details") or child.stderr_tail()
+                raise JobError(event.get("message", "job failed"), details, child.proc.returncode)
+    finally:
+        child.cancel()
+    if result is None:
+        raise JobError(
+            f"the {job} job ended without a result (exit code {child.proc.returncode}; "
+            "it may have crashed or run out of memory)",
+            child.stderr_tail(),
+            child.proc.returncode,
+        )
+    return result

@@ -1,0 +1,169 @@
+"""What to export: `ExportSpec`, checked before any torch work starts.
+
+Pure Python (no torch import) so the window's Dim editor and the CLI can validate a
+spec instantly and build the child's argument list from it. The export child
+(`inspector/jobs/export.py`) parses the same arguments back with `ExportSpec.from_argv`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from inspector.core.errors import InspectorError
+
+PRESETS = ("tiny", "seed")  # keep in step with toy.PRESETS (toy imports torch)
+SEQ_LEN_LIMIT = 256  # the toy decoder's max_length / position embeddings
+BATCH_LIMIT = 1 << 20  # only to refuse nonsense early
+_DEVICE_RE = re.compile(r"^(cpu|mps|cuda(:\d{1,2})?)$")
+
+
+class ExportSpecError(InspectorError):
+    """An export spec that cannot work (bad range, bad size, bad device name)."""
+
+
+@dataclass(frozen=True)
+class ExportSpec:
+    preset: str = "tiny"
+    seed: int = 0
+    batch_min: int = 1
+    batch_max: int = 64
+    seq_min: int = 2  # the seed blog: Dim("seq_len", min=2, max=256)
+    seq_max: int = SEQ_LEN_LIMIT
+    example_batch: int = 2  # torch.export specializes example sizes 0 and 1
+    example_seq: int = 8
+    device: str = "cpu"
+    cache_position: bool = False
+    strict: bool = False
+    decompose: bool = False
+
+    def validate(self) -> ExportSpec:
+        """Raise ExportSpecError naming the first problem; return self when fine."""
+        if self.preset not in PRESETS:
+            raise ExportSpecError(
+                f"unknown preset {self.preset!r} (choose from {', '.join(PRESETS)})"
+            )
+        if not 0 <= self.seed < 2**63:
+            raise ExportSpecError(f"seed {self.seed} out of range (0 .. 2**63-1)")
+        _check_range("batch", self.batch_min, self.batch_max, self.example_batch, BATCH_LIMIT)
+        _check_range("seq_len", self.seq_min, self.seq_max, self.example_seq, SEQ_LEN_LIMIT)
+        if not _DEVICE_RE.match(self.device):
+            raise ExportSpecError(
+                f"bad export device {self.device!r} (use cpu, cuda, cuda:N or mps)"
+            )
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ExportSpec:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    def to_argv(self) -> list[str]:
+        """Arguments for `python -m inspector.jobs export` (and `pt2-inspector export`)."""
+        argv = [
+            "--preset", self.preset,
+            "--seed", str(self.seed),
+            "--batch", f"{self.batch_min}:{self.batch_max}",
+            "--seq-len", f"{self.seq_min}:{self.seq_max}",
+            "--example-batch", str(self.example_batch),
+            "--example-seq-len", str(self.example_seq),
+            "--device", self.device,
+        ]
+        for flag, on in (("--cache-position", self.cache_position),
+                         ("--strict", self.strict), ("--decompose", self.decompose)):
+            if on:
+                argv.append(flag)
+        return argv
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ExportSpec:
+        batch_min, batch_max = parse_range("--batch", args.batch)
+        seq_min, seq_max = parse_range("--seq-len", args.seq_len)
+        return cls(
+            preset=args.preset,
+            seed=args.seed,
+            batch_min=batch_min,
+            batch_max=batch_max,
+            seq_min=seq_min,
+            seq_max=seq_max,
+            example_batch=args.example_batch,
+            example_seq=args.example_seq_len,
+            device=args.device,
+            cache_position=args.cache_position,
+            strict=args.strict,
+            decompose=args.decompose,
+        ).validate()
+
+
+def _check_range(name: str, lo: int, hi: int, example: int, limit: int) -> None:
+    if lo < 0:
+        raise ExportSpecError(f"{name} min is {lo} (a size cannot be negative: use 0 or more)")
+    if lo > hi:
+        raise ExportSpecError(f"{name} range {lo}:{hi} is empty (min must be <= max)")
+    if hi > limit:
+        why = ("the toy decoder has 256 positions (max_length)" if name == "seq_len"
+               else "far beyond any real batch")
+        raise ExportSpecError(f"{name} max is {hi}, over {limit} ({why})")
+    if not lo <= example <= hi:
+        raise ExportSpecError(
+            f"example {name} size {example} is outside the range {lo}:{hi} "
+            "(export traces with the example, so it must fit the range)"
+        )
+
+
+def parse_range(flag: str, text: str) -> tuple[int, int]:
+    """'MIN:MAX' -> (min, max); 'N' -> (N, N)."""
+    m = re.fullmatch(r"\s*(-?\d+)\s*(?::\s*(-?\d+)\s*)?", text or "")
+    if not m:
+        raise ExportSpecError(f"{flag} {text!r} is not MIN:MAX (for example 1:64)")
+    lo = int(m.group(1))
+    hi = int(m.group(2)) if m.group(2) is not None else lo
+    return lo, hi
+
+
+def add_spec_arguments(parser: argparse.ArgumentParser) -> None:
+    """The spec's options, shared by the child and `pt2-inspector export`."""
+    d = ExportSpec()
+    parser.add_argument("--preset", choices=PRESETS, default=d.preset,
+                        help="model size: tiny (seconds) or seed (the blog's 201M parameters)")
+    parser.add_argument("--seed", type=int, default=d.seed, help="random-weight seed")
+    parser.add_argument("--batch", default=f"{d.batch_min}:{d.batch_max}", metavar="MIN:MAX",
+                        help="batch Dim range (default %(default)s)")
+    parser.add_argument("--seq-len", default=f"{d.seq_min}:{d.seq_max}", metavar="MIN:MAX",
+                        help="decoder sequence-length Dim range, max <= 256 (default %(default)s)")
+    parser.add_argument("--example-batch", type=int, default=d.example_batch, metavar="N",
+                        help="batch size of the example inputs export traces with")
+    parser.add_argument("--example-seq-len", type=int, default=d.example_seq, metavar="N",
+                        help="sequence length of the decoder's example input")
+    parser.add_argument("--device", default=d.device,
+                        help="export device: cpu or a visible GPU (cuda:0); exporting on the "
+                             "target device avoids baked-in cpu devices")
+    parser.add_argument("--cache-position", action="store_true",
+                        help="feed token positions as a decoder input (the blog's fix)")
+    parser.add_argument("--strict", action="store_true", help="strict (dynamo) export")
+    parser.add_argument("--decompose", action="store_true",
+                        help="run_decompositions() on both programs (core ATen)")
+
+
+def partial_dir(target: str | os.PathLike[str], pid: int) -> Path:
+    """Where the export child with `pid` writes before renaming onto `target`.
+
+    Beside the target (same filesystem, so the final rename is atomic) and named by
+    the child's pid, so a parent that had to SIGKILL the child can remove it."""
+    target = Path(target)
+    return target.parent / f".{target.name}.{pid}.partial"
+
+
+def separate_paths(target: str | os.PathLike[str]) -> dict[str, Path]:
+    """The blog's two files for `--separate`: OUT-encoder.pt2 and OUT-decoder.pt2."""
+    target = Path(target)
+    stem = target.name[:-4] if target.name.endswith(".pt2") else target.name
+    return {p: target.with_name(f"{stem}-{p}.pt2") for p in ("encoder", "decoder")}
