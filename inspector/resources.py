@@ -39,22 +39,25 @@ def _is_ours(folder: Path) -> bool:
     return (folder / f"{APP_ID}.desktop").is_file()
 
 
-@lru_cache(maxsize=1)
-def resources_dir() -> Path:
-    """The folder holding the shipped resources, as a real path on disk."""
-    package = importlib.resources.files("inspector")
-    # Both layouts keep plain files on disk (wheels install unzipped, PyInstaller
-    # collects data files as files), so a Path is safe to hand to Qt and to users.
-    package_dir = Path(str(package))
+def locate(package_dir: Path) -> Path:
+    """The resources folder for a package installed at `package_dir`."""
     candidates = (package_dir / _SHIPPED_DIR, package_dir.parent / _CHECKOUT_DIR)
     for folder in candidates:
         if _is_ours(folder):
             return folder
-    looked = ", ".join(str(c) for c in candidates)
+    looked = " or ".join(str(c) for c in candidates)
     raise ResourceMissingError(
         f"pt2-inspector's resource files are missing (looked in {looked}); "
         "reinstall pt2-inspector"
     )
+
+
+@lru_cache(maxsize=1)
+def resources_dir() -> Path:
+    """The folder holding the shipped resources, as a real path on disk."""
+    # Both layouts keep plain files on disk (wheels install unzipped, PyInstaller
+    # collects data files as files), so a Path is safe to hand to Qt and to users.
+    return locate(Path(str(importlib.resources.files("inspector"))))
 
 
 def resource_path(*parts: str) -> Path:

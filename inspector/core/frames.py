@@ -1,0 +1,127 @@
+"""Where a node came from: its stack trace as frames, its nn.Module path.
+
+`stack_trace` is Python traceback text (outermost frame first); node metadata
+`nn_module_stack` is `key,path,class` entries joined by `;`. Frames are marked
+user code or library code (torch, transformers, anything in site-packages), so
+the window can fold library frames and the audit can point at the user's line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+_FRAME = re.compile(r'^\s*File "(.+)", line (\d+), in (.+)$')
+_LIBRARY_MARKERS = ("site-packages/", "dist-packages/", "/lib/python3", "<frozen ",
+                    "/torch/", "/transformers/")
+_LIBRARY_PREFIXES = ("torch/", "transformers/", "<")
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    file: str
+    line: int
+    function: str
+    code: str  # may be "" when the trace carried no source line
+    is_user: bool
+
+    @property
+    def location(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleEntry:
+    key: str  # dynamo's key, e.g. L__self___transformer_h_0
+    path: str  # module fqn, e.g. transformer.h.0 ("" for the root)
+    cls: str  # class qualname, e.g. transformers.models.gpt2.modeling_gpt2.GPT2Block
+
+    @property
+    def class_name(self) -> str:
+        return self.cls.rsplit(".", 1)[-1]
+
+
+def is_library_file(path: str) -> bool:
+    p = path.replace("\\", "/")
+    return any(m in p for m in _LIBRARY_MARKERS) or p.startswith(_LIBRARY_PREFIXES)
+
+
+@lru_cache(maxsize=8192)
+def parse_stack_trace(text: str | None) -> tuple[Frame, ...]:
+    """All frames, outermost first (the order the text lists them)."""
+    if not text:
+        return ()
+    lines = text.strip().split("\n")
+    frames: list[Frame] = []
+    for i, line in enumerate(lines):
+        m = _FRAME.match(line.strip())
+        if not m:
+            continue
+        code = ""
+        if i + 1 < len(lines) and not _FRAME.match(lines[i + 1].strip()):
+            code = lines[i + 1].strip()
+        file = m.group(1)
+        frames.append(Frame(file, int(m.group(2)), m.group(3), code, not is_library_file(file)))
+    return tuple(frames)
+
+
+def summary_frame(text: str | None) -> tuple[str, str, str, str] | None:
+    """The frame print_readable names in its `# File: ...` comment: the innermost
+    `File` line that has a line after it (FX's _parse_stack_trace), verbatim."""
+    if not text:
+        return None
+    lines = text.strip().split("\n")
+    for idx in range(len(lines) - 2, -1, -1):
+        m = _FRAME.match(lines[idx].strip())
+        if m:
+            return m.group(1), m.group(2), m.group(3), lines[idx + 1].strip()
+    return None
+
+
+def first_user_frame(frames: tuple[Frame, ...]) -> Frame | None:
+    """The innermost frame in the user's own code (what the audit points at)."""
+    for frame in reversed(frames):
+        if frame.is_user:
+            return frame
+    return None
+
+
+def _split_entry(item: str) -> list[str]:
+    """Split `key,path,class` on commas outside brackets (paths can hold
+    `getattr(L['self'].h, '0')`), as torch's deserializer does."""
+    out: list[str] = []
+    start = depth = 0
+    for end, c in enumerate(item):
+        if c in "[(":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif c == "," and depth == 0:
+            out.append(item[start:end])
+            start = end + 1
+    out.append(item[start:])
+    return out
+
+
+@lru_cache(maxsize=8192)
+def parse_module_stack(text: str | None) -> tuple[ModuleEntry, ...]:
+    """nn_module_stack text -> entries, outermost module first."""
+    if not text:
+        return ()
+    entries: list[ModuleEntry] = []
+    for item in text.split(";"):
+        parts = _split_entry(item)
+        if len(parts) != 3:
+            continue  # torch writes exactly three; skip what we cannot read
+        key, path, cls = parts
+        if key.startswith("_empty_nn_module_stack"):
+            continue
+        entries.append(ModuleEntry(key, path, cls))
+    return tuple(entries)
+
+
+def module_path(text: str | None) -> str:
+    """The innermost module's fqn, e.g. `transformer.h.0.attn` ("" for root)."""
+    entries = parse_module_stack(text)
+    return entries[-1].path if entries else ""

@@ -1,0 +1,524 @@
+"""Typed model of a serialized ExportedProgram (torch/_export/serde/schema.py).
+
+Built from the parsed JSON of `models/<name>.json` without torch: nothing from
+the file is evaluated. Symbolic sizes arrive as sympy `srepr` strings; they are
+parsed by symbolic.py's small grammar (never sympify) and kept as text.
+
+Arguments stay in their serialized union form (`{"as_tensor": {"name": "x"}}`)
+wrapped in `Argument(kind, value)`: torch adds argument kinds every release, so
+an unknown kind is kept and shown, never fatal. Structural problems (a node that
+is not an object, a missing graph) raise ArchiveError naming where they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from inspector.core.errors import ArchiveError
+from inspector.core.symbolic import render_expr
+
+# A 100,000-node program (about 180 MB of JSON with real metadata) is the
+# largest we promise to open quickly; 300,000 leaves room for larger real graphs
+# while bounding memory (about 2 KB of Python objects per node) under ~1 GB.
+MAX_NODES = 300_000
+# Control-flow subgraphs nest a few levels in practice (cond inside map inside
+# while_loop...). Deeper is hostile, and the listing recurses per level.
+MAX_GRAPH_NESTING = 32
+# Highest schema major version whose meaning we know (torch 2.13 writes 8.20).
+KNOWN_SCHEMA_MAJOR = 8
+
+DTYPE_ABBRS = {
+    0: "unknown", 1: "u8", 2: "i8", 3: "i16", 4: "i32", 5: "i64", 6: "f16", 7: "f32",
+    8: "f64", 9: "c32", 10: "c64", 11: "c128", 12: "b8", 13: "bf16", 28: "u16",
+    29: "f8e4m3fn", 30: "f8e5m2", 31: "f8e4m3fnuz", 32: "f8e5m2fnuz", 33: "f8e8m0fnu",
+    34: "u32", 35: "u64",
+}
+DTYPE_NAMES = {
+    0: "unknown", 1: "uint8", 2: "int8", 3: "int16", 4: "int32", 5: "int64", 6: "float16",
+    7: "float32", 8: "float64", 9: "complex32", 10: "complex64", 11: "complex128",
+    12: "bool", 13: "bfloat16", 28: "uint16", 29: "float8_e4m3fn", 30: "float8_e5m2",
+    31: "float8_e4m3fnuz", 32: "float8_e5m2fnuz", 33: "float8_e8m0fnu", 34: "uint32",
+    35: "uint64",
+}
+DTYPE_ITEMSIZE = {
+    1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 2, 7: 4, 8: 8, 9: 4, 10: 8, 11: 16, 12: 1, 13: 2,
+    28: 2, 29: 1, 30: 1, 31: 1, 32: 1, 33: 1, 34: 4, 35: 8,
+}
+LAYOUT_NAMES = {0: "unknown", 1: "sparse_coo", 2: "sparse_csr", 3: "sparse_csc",
+                4: "sparse_bsr", 5: "sparse_bsc", 6: "_mkldnn", 7: "strided"}
+MEMORY_FORMAT_NAMES = {0: "unknown", 1: "contiguous_format", 2: "channels_last",
+                       3: "channels_last_3d", 4: "preserve_format"}
+
+POSITIONAL = 1
+KEYWORD = 2
+
+
+@dataclass(slots=True, frozen=True)
+class Device:
+    type: str
+    index: int | None = None
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def torch_repr(self) -> str:
+        """As FX prints a torch.device argument."""
+        if self.index is None:
+            return f"device(type={self.type!r})"
+        return f"device(type={self.type!r}, index={self.index})"
+
+
+@dataclass(slots=True)
+class TensorMeta:
+    dtype: int
+    sizes: list[int | str]  # str: a symbolic size, rendered as sympy prints it
+    strides: list[int | str]
+    device: Device
+    requires_grad: bool
+    layout: int
+    storage_offset: int | str
+
+    @property
+    def dtype_abbr(self) -> str:
+        return DTYPE_ABBRS.get(self.dtype, f"dtype{self.dtype}")
+
+    @property
+    def dtype_name(self) -> str:
+        return DTYPE_NAMES.get(self.dtype, f"dtype{self.dtype}")
+
+    def shape_text(self) -> str:
+        return "[" + ", ".join(str(s) for s in self.sizes) + "]"
+
+    def annotation(self) -> str:
+        """The `f32[s77, 768]` text print_readable shows for a tensor."""
+        return f"{self.dtype_abbr}{self.shape_text()}"
+
+    def numel(self) -> int | None:
+        n = 1
+        for s in self.sizes:
+            if not isinstance(s, int):
+                return None
+            n *= s
+        return n
+
+    def nbytes(self) -> int | None:
+        n = self.numel()
+        return None if n is None else n * DTYPE_ITEMSIZE.get(self.dtype, 0)
+
+
+@dataclass(slots=True, frozen=True)
+class Argument:
+    """One serialized Argument union member: kind is e.g. 'as_tensor'."""
+
+    kind: str
+    value: Any
+
+    def tensor_names(self) -> list[str]:
+        """Names of the graph values this argument reads."""
+        return list(_value_names(self.kind, self.value))
+
+
+@dataclass(slots=True, frozen=True)
+class NamedArgument:
+    name: str
+    arg: Argument
+    kind: int | None  # 1 positional, 2 keyword, None/0 unknown (old schemas)
+
+
+@dataclass(slots=True, eq=False)
+class Node:
+    index: int  # position in its graph
+    name: str
+    target: str
+    inputs: list[NamedArgument]
+    outputs: list[Argument]
+    metadata: dict[str, str]
+    graph: Graph = field(repr=False)
+    is_hop_single_tensor_return: bool | None = None
+
+    @property
+    def stack_trace(self) -> str | None:
+        return self.metadata.get("stack_trace") or None
+
+    @property
+    def nn_module_stack(self) -> str | None:
+        return self.metadata.get("nn_module_stack") or None
+
+    def output_names(self) -> list[str]:
+        names: list[str] = []
+        for out in self.outputs:
+            names.extend(out.tensor_names())
+        return names
+
+    def input_names(self) -> list[str]:
+        names: list[str] = []
+        for inp in self.inputs:
+            names.extend(inp.arg.tensor_names())
+        return names
+
+    @property
+    def op_name(self) -> str:
+        """`arange` for `torch.ops.aten.arange.default` (used by `op:` search)."""
+        parts = self.target.split(".")
+        if len(parts) >= 4 and parts[0] == "torch" and parts[1] == "ops":
+            return parts[3]
+        return parts[-1]
+
+
+@dataclass(slots=True, eq=False)
+class Graph:
+    name: str  # "" for the program's top graph, else the submodule name
+    inputs: list[Argument]
+    outputs: list[Argument]
+    nodes: list[Node]
+    tensor_values: dict[str, TensorMeta]
+    sym_int_values: dict[str, int | str]
+    sym_bool_values: dict[str, bool | str]
+    sym_float_values: dict[str, float | str]
+    custom_obj_values: dict[str, str]  # name -> class fqn
+    is_single_tensor_return: bool
+    subgraphs: list[Graph] = field(default_factory=list)
+    depth: int = 0
+
+    def walk(self) -> Iterator[Graph]:
+        yield self
+        for sub in self.subgraphs:
+            yield from sub.walk()
+
+
+@dataclass(slots=True, frozen=True)
+class InputSpec:
+    kind: str  # user_input, parameter, buffer, tensor_constant, custom_obj, token, constant_input
+    name: str  # the graph input's name
+    target: str | None  # parameter / buffer / constant FQN
+    persistent: bool | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class OutputSpec:
+    kind: str  # user_output, buffer_mutation, user_input_mutation, loss_output, ...
+    name: str
+    target: str | None
+
+
+@dataclass(slots=True, frozen=True)
+class Range:
+    min: int | None
+    max: int | None  # None: unbounded
+
+    def text(self) -> str:
+        hi = "inf" if self.max is None else str(self.max)
+        lo = "-inf" if self.min is None else str(self.min)
+        return f"[{lo}, {hi}]"
+
+
+@dataclass(slots=True, eq=False)
+class Program:
+    name: str
+    schema_version: tuple[int, int]
+    torch_version: str
+    opset_version: dict[str, int]
+    verifiers: list[str]
+    guards_code: list[str]
+    graph: Graph
+    input_specs: list[InputSpec]
+    output_specs: list[OutputSpec]
+    range_constraints: dict[str, Range]
+    module_call_graph: list[dict[str, Any]]
+    metadata: dict[str, Any]
+    unknown_fields: dict[str, Any]
+
+    def graphs(self) -> Iterator[Graph]:
+        return self.graph.walk()
+
+    def all_nodes(self) -> Iterator[Node]:
+        for g in self.graphs():
+            yield from g.nodes
+
+    @property
+    def node_count(self) -> int:
+        return sum(len(g.nodes) for g in self.graphs())
+
+    def user_inputs(self) -> list[InputSpec]:
+        return [s for s in self.input_specs if s.kind == "user_input"]
+
+    def user_outputs(self) -> list[OutputSpec]:
+        return [s for s in self.output_specs if s.kind == "user_output"]
+
+
+# --- parsing ------------------------------------------------------------------
+
+_KNOWN_TOP = {"graph_module", "opset_version", "range_constraints", "schema_version",
+              "verifiers", "torch_version", "guards_code", "dialect"}
+
+
+def parse_program(doc: Any, name: str) -> Program:
+    """Build the model from a parsed program JSON document."""
+    where = f"program {name!r}"
+    if not isinstance(doc, dict):
+        raise ArchiveError(f"{where} is not a JSON object")
+    gm = doc.get("graph_module")
+    if not isinstance(gm, dict) or not isinstance(gm.get("graph"), dict):
+        raise ArchiveError(f"{where} has no graph_module.graph: not a serialized ExportedProgram")
+    counter = [0]
+    graph = _parse_graph(gm["graph"], "", 0, counter, where)
+    sig = gm.get("signature") or {}
+    if not isinstance(sig, dict):
+        raise ArchiveError(f"{where}: graph_module.signature is not an object")
+    sv = doc.get("schema_version") or {}
+    try:
+        schema_version = (int(sv.get("major", 0)), int(sv.get("minor", 0)))
+    except (TypeError, ValueError, AttributeError):
+        raise ArchiveError(f"{where}: schema_version is malformed") from None
+    return Program(
+        name=name,
+        schema_version=schema_version,
+        torch_version=_str(doc.get("torch_version", "<=2.4"), where, "torch_version"),
+        opset_version={str(k): v for k, v in _dict(doc.get("opset_version"), where, "opset_version").items()},
+        verifiers=[str(v) for v in _list(doc.get("verifiers"), where, "verifiers")],
+        guards_code=[str(v) for v in _list(doc.get("guards_code"), where, "guards_code")],
+        graph=graph,
+        input_specs=[_input_spec(s, where) for s in _list(sig.get("input_specs"), where, "input_specs")],
+        output_specs=[_output_spec(s, where) for s in _list(sig.get("output_specs"), where, "output_specs")],
+        range_constraints=_ranges(doc.get("range_constraints"), where),
+        module_call_graph=[e for e in _list(gm.get("module_call_graph"), where, "module_call_graph")
+                           if isinstance(e, dict)],
+        metadata=_dict(gm.get("metadata"), where, "graph_module.metadata"),
+        unknown_fields={k: v for k, v in doc.items() if k not in _KNOWN_TOP},
+    )
+
+
+def _parse_graph(g: Any, name: str, depth: int, counter: list[int], where: str) -> Graph:
+    if depth > MAX_GRAPH_NESTING:
+        raise ArchiveError(f"{where}: control-flow graphs nest deeper than the limit of "
+                           f"{MAX_GRAPH_NESTING} levels")
+    if not isinstance(g, dict):
+        raise ArchiveError(f"{where}: graph {name or 'main'} is not an object")
+    gw = f"{where}, graph {name or 'main'}"
+    raw_nodes = _list(g.get("nodes"), gw, "nodes")
+    counter[0] += len(raw_nodes)
+    if counter[0] > MAX_NODES:
+        raise ArchiveError(f"{where} has more than {MAX_NODES:,} nodes, over the limit of "
+                           f"{MAX_NODES:,} nodes per program")
+    graph = Graph(
+        name=name,
+        inputs=[_argument(a, gw) for a in _list(g.get("inputs"), gw, "inputs")],
+        outputs=[_argument(a, gw) for a in _list(g.get("outputs"), gw, "outputs")],
+        nodes=[],
+        tensor_values={},
+        sym_int_values={},
+        sym_bool_values={},
+        sym_float_values={},
+        custom_obj_values={},
+        is_single_tensor_return=bool(g.get("is_single_tensor_return", False)),
+        depth=depth,
+    )
+    for key, meta in _dict(g.get("tensor_values"), gw, "tensor_values").items():
+        graph.tensor_values[key] = _tensor_meta(meta, f"{gw}, tensor {key}")
+    for key, val in _dict(g.get("sym_int_values"), gw, "sym_int_values").items():
+        graph.sym_int_values[key] = _sym(val, "as_int", f"{gw}, symint {key}")
+    for key, val in _dict(g.get("sym_bool_values"), gw, "sym_bool_values").items():
+        graph.sym_bool_values[key] = _sym(val, "as_bool", f"{gw}, symbool {key}")
+    for key, val in _dict(g.get("sym_float_values"), gw, "sym_float_values").items():
+        graph.sym_float_values[key] = _sym(val, "as_float", f"{gw}, symfloat {key}")
+    for key, val in _dict(g.get("custom_obj_values"), gw, "custom_obj_values").items():
+        graph.custom_obj_values[key] = str(val.get("class_fqn", "")) if isinstance(val, dict) else ""
+
+    for i, raw in enumerate(raw_nodes):
+        node = _node(raw, i, graph, f"{gw}, node #{i}")
+        graph.nodes.append(node)
+        for inp in node.inputs:
+            if inp.arg.kind == "as_graph" and isinstance(inp.arg.value, dict):
+                sub_name = str(inp.arg.value.get("name", f"subgraph_{len(graph.subgraphs)}"))
+                graph.subgraphs.append(
+                    _parse_graph(inp.arg.value.get("graph"), sub_name, depth + 1, counter, where))
+    return graph
+
+
+def _node(raw: Any, index: int, graph: Graph, where: str) -> Node:
+    if not isinstance(raw, dict):
+        raise ArchiveError(f"{where} is not an object")
+    target = raw.get("target")
+    if not isinstance(target, str):
+        raise ArchiveError(f"{where}: target is not a string")
+    inputs = []
+    for j, na in enumerate(_list(raw.get("inputs"), where, "inputs")):
+        if not isinstance(na, dict):
+            raise ArchiveError(f"{where}: input #{j} is not an object")
+        kind = na.get("kind")
+        inputs.append(NamedArgument(
+            name=str(na.get("name", f"arg{j}")),
+            arg=_argument(na.get("arg"), where),
+            kind=kind if isinstance(kind, int) else None,
+        ))
+    outputs = [_argument(a, where) for a in _list(raw.get("outputs"), where, "outputs")]
+    meta = raw.get("metadata") or {}
+    if not isinstance(meta, dict):
+        raise ArchiveError(f"{where}: metadata is not an object")
+    metadata = {str(k): v if isinstance(v, str) else str(v) for k, v in meta.items()}
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        outs = [n for o in outputs for n in o.tensor_names()]
+        name = outs[0] if len(outs) == 1 else f"node_{index}"
+    hop = raw.get("is_hop_single_tensor_return")
+    return Node(index, name, target, inputs, outputs, metadata, graph,
+                hop if isinstance(hop, bool) else None)
+
+
+def _argument(raw: Any, where: str) -> Argument:
+    if not isinstance(raw, dict) or len(raw) != 1:
+        # torch always writes exactly one member; anything else is kept as-is
+        # (shown as unknown) rather than guessed at.
+        return Argument("unknown", raw)
+    ((kind, value),) = raw.items()
+    return Argument(str(kind), value)
+
+
+def _tensor_meta(raw: Any, where: str) -> TensorMeta:
+    if not isinstance(raw, dict):
+        raise ArchiveError(f"{where}: tensor metadata is not an object")
+    dev = raw.get("device") or {}
+    return TensorMeta(
+        dtype=raw.get("dtype") if isinstance(raw.get("dtype"), int) else 0,
+        sizes=[_sym(s, "as_int", where) for s in _list(raw.get("sizes"), where, "sizes")],
+        strides=[_sym(s, "as_int", where) for s in _list(raw.get("strides"), where, "strides")],
+        device=_device(dev),
+        requires_grad=bool(raw.get("requires_grad", False)),
+        layout=raw.get("layout") if isinstance(raw.get("layout"), int) else 0,
+        storage_offset=_sym(raw.get("storage_offset") or {"as_int": 0}, "as_int", where),
+    )
+
+
+def _device(raw: Any) -> Device:
+    if not isinstance(raw, dict):
+        return Device("unknown")
+    index = raw.get("index")
+    return Device(str(raw.get("type", "unknown")), index if isinstance(index, int) else None)
+
+
+def _sym(raw: Any, literal: str, where: str) -> Any:
+    """SymInt / SymBool / SymFloat union -> a literal or the rendered expression."""
+    if isinstance(raw, dict) and len(raw) == 1:
+        ((kind, value),) = raw.items()
+        if kind == literal:
+            return value
+        if kind == "as_expr" and isinstance(value, dict):
+            return render_expr(str(value.get("expr_str", "?")))
+    if isinstance(raw, (int, float, bool)):
+        return raw
+    return "?"
+
+
+def _input_spec(raw: Any, where: str) -> InputSpec:
+    kind, body = _union(raw, where, "input spec")
+    arg = body.get("arg") if isinstance(body, dict) else None
+    if kind == "constant_input":
+        return InputSpec(kind, str(body.get("name", "?")), None)
+    name = _arg_name(arg)
+    target = None
+    for key in ("parameter_name", "buffer_name", "tensor_constant_name", "custom_obj_name"):
+        if isinstance(body, dict) and key in body:
+            target = str(body[key])
+    persistent = body.get("persistent") if isinstance(body, dict) else None
+    return InputSpec(kind, name, target, persistent if isinstance(persistent, bool) else None)
+
+
+def _output_spec(raw: Any, where: str) -> OutputSpec:
+    kind, body = _union(raw, where, "output spec")
+    arg = body.get("arg") if isinstance(body, dict) else None
+    target = None
+    for key in ("buffer_name", "parameter_name", "user_input_name"):
+        if isinstance(body, dict) and key in body:
+            target = str(body[key])
+    return OutputSpec(kind, _arg_name(arg), target)
+
+
+def _arg_name(arg: Any) -> str:
+    """Name inside an Argument union or a bare TensorArgument."""
+    if isinstance(arg, dict):
+        if isinstance(arg.get("name"), str):
+            return arg["name"]
+        if len(arg) == 1:
+            ((kind, value),) = arg.items()
+            names = list(_value_names(kind, value))
+            if names:
+                return names[0]
+            return _literal_text(kind, value)
+    return "?"
+
+
+def _literal_text(kind: str, value: Any) -> str:
+    return "None" if kind == "as_none" else repr(value)
+
+
+def _union(raw: Any, where: str, what: str) -> tuple[str, Any]:
+    if not isinstance(raw, dict) or len(raw) != 1:
+        raise ArchiveError(f"{where}: an {what} is not a one-member object")
+    ((kind, body),) = raw.items()
+    return str(kind), body
+
+
+def _ranges(raw: Any, where: str) -> dict[str, Range]:
+    out: dict[str, Range] = {}
+    for sym, r in _dict(raw, where, "range_constraints").items():
+        if not isinstance(r, dict):
+            raise ArchiveError(f"{where}: range_constraints[{sym!r}] is not an object")
+        lo, hi = r.get("min_val"), r.get("max_val")
+        out[str(sym)] = Range(lo if isinstance(lo, int) else None, hi if isinstance(hi, int) else None)
+    return out
+
+
+def _value_names(kind: str, value: Any) -> Iterator[str]:
+    """Names of graph values referenced by an argument (tensors, symbols, objects)."""
+    if kind in ("as_tensor", "as_custom_obj", "as_optional_tensor_name"):
+        if isinstance(value, dict) and isinstance(value.get("name"), str):
+            yield value["name"]
+    elif kind in ("as_sym_int", "as_sym_bool", "as_sym_float", "as_optional_tensor"):
+        if isinstance(value, dict):
+            inner = value.get("as_name", value.get("as_tensor"))
+            if isinstance(inner, str):
+                yield inner
+            elif isinstance(inner, dict) and isinstance(inner.get("name"), str):
+                yield inner["name"]
+    elif kind in ("as_tensors", "as_sym_ints", "as_sym_bools", "as_sym_floats",
+                  "as_optional_tensors"):
+        if isinstance(value, list):
+            sub = {"as_tensors": "as_tensor", "as_sym_ints": "as_sym_int",
+                   "as_sym_bools": "as_sym_bool", "as_sym_floats": "as_sym_float",
+                   "as_optional_tensors": "as_optional_tensor"}[kind]
+            for v in value:
+                yield from _value_names(sub, v)
+    elif kind == "as_nested_tensors" and isinstance(value, list):
+        for lst in value:
+            if isinstance(lst, list):
+                for v in lst:
+                    yield from _value_names("as_tensor", v)
+    elif kind == "as_string_to_argument" and isinstance(value, dict):
+        for v in value.values():
+            if isinstance(v, dict) and len(v) == 1:
+                ((k2, v2),) = v.items()
+                yield from _value_names(k2, v2)
+
+
+def _list(v: Any, where: str, what: str) -> list:
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise ArchiveError(f"{where}: {what} is not a list")
+    return v
+
+
+def _dict(v: Any, where: str, what: str) -> dict:
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise ArchiveError(f"{where}: {what} is not an object")
+    return v
+
+
+def _str(v: Any, where: str, what: str) -> str:
+    if not isinstance(v, str):
+        raise ArchiveError(f"{where}: {what} is not a string")
+    return v
