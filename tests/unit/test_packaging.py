@@ -1,0 +1,109 @@
+"""The wheel: it carries the resources, installs, and its command runs.
+
+Builds the real wheel from this checkout (hatchling, no network), installs it into a
+fresh virtual environment, and runs the installed `pt2-inspector`. The new venv has
+no packages of its own: a .pth file lends it the running interpreter's
+site-packages (torch, PySide6, ... as installed by .ci/run), and since lines of a
+.pth only extend sys.path (their own .pth files, e.g. an editable install of this
+checkout, are not processed) the only `inspector` it can import is the wheel's.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import inspector
+
+ROOT = Path(__file__).resolve().parents[2]
+RESOURCES = ROOT / "resources"
+
+
+def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    # Building needs the backend in this environment (it is in the `test` extra);
+    # without it an offline build is impossible, which is the one reason to skip.
+    pytest.importorskip("hatchling", reason="hatchling not installed: cannot build offline")
+    out = tmp_path_factory.mktemp("wheel")
+    result = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                   "--no-index", "-q", "-w", str(out), str(ROOT)])
+    assert result.returncode == 0, result.stdout + result.stderr
+    (built,) = out.glob("pt2_inspector-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def installed(wheel, tmp_path_factory) -> Path:
+    """A fresh venv with the wheel installed; returns its bin/ (Scripts\\ on Windows)."""
+    env_dir = tmp_path_factory.mktemp("venv")
+    venv.EnvBuilder(with_pip=False).create(env_dir)
+    bindir = env_dir / ("Scripts" if os.name == "nt" else "bin")
+    python = bindir / ("python.exe" if os.name == "nt" else "python")
+    # pip of this environment installs into the new one (pip >= 22.3: --python).
+    result = _run([sys.executable, "-m", "pip", "--python", str(python), "install",
+                   "--no-deps", "--no-index", "-q", str(wheel)])
+    assert result.returncode == 0, result.stdout + result.stderr
+    site = _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
+    lent = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    Path(site.stdout.strip(), "zz_lent_dependencies.pth").write_text("\n".join(sorted(lent)) + "\n")
+    return bindir
+
+
+def _clean_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env["QT_QPA_PLATFORM"] = "offscreen"
+    return env
+
+
+def test_wheel_carries_every_resource(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    shipped = sorted(p.relative_to(RESOURCES).as_posix()
+                     for p in RESOURCES.rglob("*") if p.is_file())
+    assert shipped, "resources/ is empty"
+    missing = [p for p in shipped if f"inspector/_resources/{p}" not in names]
+    assert not missing, f"not in the wheel: {missing}"
+    assert "inspector/resources.py" in names
+    entry_points = zipfile.ZipFile(wheel).read(
+        f"pt2_inspector-{inspector.__version__}.dist-info/entry_points.txt").decode()
+    assert "pt2-inspector = inspector.cli:main" in entry_points
+
+
+def test_installed_command_reports_its_version(installed, tmp_path):
+    result = _run([str(installed / "pt2-inspector"), "--version"], cwd=tmp_path, env=_clean_env())
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"pt2-inspector {inspector.__version__}"
+
+
+def test_installed_copy_finds_its_resources_inside_the_package(installed, tmp_path):
+    code = ("import inspector, inspector.resources as r; "
+            "print(inspector.__file__); print(r.resources_dir()); print(r.demo_archive())")
+    result = _run([str(installed / "python"), "-c", code], cwd=tmp_path, env=_clean_env())
+    assert result.returncode == 0, result.stderr
+    package_file, folder, demo = (Path(line) for line in result.stdout.split())
+    venv_dir = installed.parent
+    assert venv_dir in package_file.parents, "imported the checkout, not the installed wheel"
+    assert folder == package_file.parent / "_resources"
+    assert demo.is_file() and folder in demo.parents
+
+
+def test_installed_info_reads_the_demo_archive(installed, tmp_path):
+    demo = _run([str(installed / "python"), "-c",
+                 "import inspector.resources as r; print(r.demo_archive())"],
+                cwd=tmp_path, env=_clean_env())
+    assert demo.returncode == 0, demo.stderr
+    result = _run([str(installed / "pt2-inspector"), "info", demo.stdout.strip()],
+                  cwd=tmp_path, env=_clean_env())
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "error" not in result.stderr.lower()
+    assert result.stdout.strip(), "info printed nothing"
