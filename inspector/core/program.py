@@ -181,6 +181,9 @@ class Graph:
     is_single_tensor_return: bool
     subgraphs: list[Graph] = field(default_factory=list)
     depth: int = 0
+    # Example values of symbolic sizes (`as_expr.hint`), keyed by the rendered
+    # expression ("s77", "s77 + 1"): the audit compares literal sizes with them.
+    size_hints: dict[str, int] = field(default_factory=dict)
 
     def walk(self) -> Iterator[Graph]:
         yield self
@@ -317,6 +320,7 @@ def _parse_graph(g: Any, name: str, depth: int, counter: list[int], where: str) 
     )
     for key, meta in _dict(g.get("tensor_values"), gw, "tensor_values").items():
         graph.tensor_values[key] = _tensor_meta(meta, f"{gw}, tensor {key}")
+        _collect_hints(meta, graph.size_hints)
     for key, val in _dict(g.get("sym_int_values"), gw, "sym_int_values").items():
         graph.sym_int_values[key] = _sym(val, "as_int", f"{gw}, symint {key}")
     for key, val in _dict(g.get("sym_bool_values"), gw, "sym_bool_values").items():
@@ -389,6 +393,19 @@ def _tensor_meta(raw: Any, where: str) -> TensorMeta:
         layout=raw.get("layout") if isinstance(raw.get("layout"), int) else 0,
         storage_offset=_sym(raw.get("storage_offset") or {"as_int": 0}, "as_int", where),
     )
+
+
+def _collect_hints(raw: Any, hints: dict[str, int]) -> None:
+    sizes = raw.get("sizes")
+    if not isinstance(sizes, list):
+        return
+    for s in sizes:
+        expr = s.get("as_expr") if isinstance(s, dict) else None
+        if isinstance(expr, dict):
+            hint = expr.get("hint")
+            value = hint.get("as_int") if isinstance(hint, dict) else None
+            if isinstance(value, int) and not isinstance(value, bool):
+                hints[render_expr(str(expr.get("expr_str", "?")))] = value
 
 
 def _device(raw: Any) -> Device:

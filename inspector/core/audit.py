@@ -1,0 +1,569 @@
+"""Rules that find what export baked into a program -> findings.
+
+The seed's decoder, exported on a CPU box, failed on the GPU with "Expected all
+tensors to be on the same device": export had frozen `device=cpu` into `arange`
+and friends. These rules find such values (device literals, weights recorded on
+a device, lifted constants, dimensions fixed to the example's sizes) and what
+loading needs besides torch (pytree types, custom ops, compiled binaries,
+records torch would unpickle). Pure Python over the parsed program: no torch.
+
+Lines: `Finding.line` is the 0-based index into `Listing.lines` (what the window
+uses); `Finding.as_dict()` (the CLI's `--json`) writes it 1-based, as people and
+editors count lines. `Finding.from_dict` undoes that.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import orjson
+
+from inspector.core.device_names import same_device
+from inspector.core.errors import InspectorError
+from inspector.core.frames import (
+    first_user_frame,
+    is_library_file,
+    parse_stack_trace,
+    summary_frame,
+)
+from inspector.core.program import KNOWN_SCHEMA_MAJOR, Device, Node, Program, TensorMeta
+
+if TYPE_CHECKING:
+    from inspector.core.archive import Archive, Record
+
+ERROR, WARNING, INFO = "error", "warning", "info"
+SEVERITIES = (ERROR, WARNING, INFO)  # most severe first
+_RANK = {ERROR: 0, WARNING: 1, INFO: 2}
+
+DEVICE_LITERAL = "device-literal"
+WEIGHT_DEVICE = "weight-device"
+LIFTED_CONSTANT = "lifted-constant"
+SPECIALIZED_DIM = "specialized-dim"
+PORTABILITY = "portability"
+RISKY_RECORD = "risky-record"
+RULES = (DEVICE_LITERAL, WEIGHT_DEVICE, LIFTED_CONSTANT, SPECIALIZED_DIM, PORTABILITY,
+         RISKY_RECORD)
+RULE_TITLES = {
+    DEVICE_LITERAL: "Device literals baked into node arguments",
+    WEIGHT_DEVICE: "Weights, buffers and constants recorded on a device",
+    LIFTED_CONSTANT: "Lifted tensor constants (values frozen into the program)",
+    SPECIALIZED_DIM: "Specialized dimensions",
+    PORTABILITY: "Portability: what loading needs besides torch",
+    RISKY_RECORD: "Records torch would execute code from when loading",
+}
+
+# Op namespaces torch itself registers: ops from any other namespace need their
+# library loaded before torch.export.load can rebuild the graph.
+TORCH_OP_NAMESPACES = frozenset({
+    "aten", "prims", "higher_order", "rngprims", "_c10d_functional", "c10d_functional",
+    "_c10d_functional_autograd", "_dtensor", "quantized_decomposed", "quantized",
+    "_quantized", "inductor", "onednn", "mkldnn", "profiler", "_export", "_higher_order_ops",
+})
+# Non-`torch.ops` targets the serializer writes for Python builtins.
+_BUILTIN_TARGET_PREFIXES = ("_operator.", "operator.", "math.", "builtins.", "torch.")
+# pytree node types that torch registers itself.
+_TORCH_PYTREE_PREFIXES = ("builtins.", "collections.", "torch.")
+# Argument names whose integer values are sizes (compared with example sizes).
+_SIZE_ARG_NAMES = frozenset({
+    "size", "sizes", "shape", "end", "start", "length", "split_size", "split_sizes",
+    "repeats", "output_size", "new_size",
+})
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+_PINNED_GUARD = re.compile(r"==\s*-?\d+\s*$|^\s*-?\d+\s*==")
+
+
+class AuditError(InspectorError):
+    """Bad audit options (an unknown rule or severity)."""
+
+
+class Listing(Protocol):
+    """What the audit needs from inspector.core.listing.Listing."""
+
+    def line_of(self, node: Node) -> int | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    rule: str
+    severity: str
+    program: str | None  # None: about the archive, not one program
+    node: str | None
+    line: int | None  # 0-based index into the program's listing lines
+    message: str
+    source: str | None  # file:line of the first user-code frame
+    fix: str | None
+    group: str | None = None  # within a rule: the device, the package, the symbol...
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule, "severity": self.severity, "program": self.program,
+            "node": self.node, "line": None if self.line is None else self.line + 1,
+            "message": self.message, "source": self.source, "fix": self.fix,
+            "group": self.group,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Finding:
+        line = d.get("line")
+        return cls(d["rule"], d["severity"], d.get("program"), d.get("node"),
+                   None if line is None else int(line) - 1, d["message"], d.get("source"),
+                   d.get("fix"), d.get("group"))
+
+
+def at_least(severity: str, threshold: str) -> bool:
+    return _RANK[severity] <= _RANK[threshold]
+
+
+def check_rules(names: Iterable[str] | None) -> tuple[str, ...]:
+    if not names:
+        return RULES
+    out = []
+    for name in names:
+        if name not in RULES:
+            raise AuditError(f"unknown audit rule {name!r} (rules: {', '.join(RULES)})")
+        out.append(name)
+    return tuple(out)
+
+
+def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
+    order = {r: i for i, r in enumerate(RULES)}
+    return sorted(findings, key=lambda f: (order.get(f.rule, 99), f.program or "",
+                                          _RANK.get(f.severity, 9), f.group or "",
+                                          -1 if f.line is None else f.line))
+
+
+# --- entry points -------------------------------------------------------------
+
+def audit_archive(archive: Archive, *, target: Device | None = None,
+                  rules: Iterable[str] | None = None,
+                  listings: dict[str, Listing] | None = None,
+                  programs: Sequence[str] | None = None) -> list[Finding]:
+    """Every rule over every program (or `programs`) of an opened archive."""
+    wanted = check_rules(rules)
+    names = list(programs) if programs else list(archive.program_names)
+    findings: list[Finding] = []
+    for name in names:
+        program = archive.program(name)
+        configs = {}
+        if WEIGHT_DEVICE in wanted and archive.layout == "pt2":
+            configs = {which: archive.payload_config(name, which)
+                       for which in ("weights", "constants")}
+        findings += audit_program(program, target=target, rules=wanted,
+                                  listing=(listings or {}).get(name), payload_configs=configs)
+    if RISKY_RECORD in wanted or PORTABILITY in wanted:
+        findings += audit_records(archive.records, set(names), wanted)
+    return sort_findings(findings)
+
+
+def audit_program(program: Program, *, target: Device | None = None,
+                  rules: Iterable[str] | None = None, listing: Listing | None = None,
+                  payload_configs: dict[str, dict[str, Any]] | None = None) -> list[Finding]:
+    """The program-level rules. `listing` fills `line`; `payload_configs`
+    ({"weights": config, "constants": config}) adds the archive's own records."""
+    wanted = check_rules(rules)
+    ctx = _Context(program, target, listing)
+    if DEVICE_LITERAL in wanted:
+        _device_literals(ctx)
+    if WEIGHT_DEVICE in wanted:
+        _weight_devices(ctx, payload_configs or {})
+    if LIFTED_CONSTANT in wanted:
+        _lifted_constants(ctx)
+    if SPECIALIZED_DIM in wanted:
+        _specialized_dims(ctx)
+    if PORTABILITY in wanted:
+        _portability(ctx)
+    return sort_findings(ctx.findings)
+
+
+def audit_records(records: Iterable[Record], programs: set[str],
+                  rules: Iterable[str] | None = None) -> list[Finding]:
+    """Archive-level rules over the record list (no record is read)."""
+    from inspector.core import archive as ar
+
+    wanted = check_rules(rules)
+    findings: list[Finding] = []
+    for rec in records:
+        program = _record_program(rec.path, programs)
+        if RISKY_RECORD in wanted and rec.risk:
+            sample = rec.kind == ar.SAMPLE_INPUTS
+            findings.append(Finding(
+                RISKY_RECORD, INFO if sample else WARNING, program, None, None,
+                f"{rec.path} ({_size(rec.size)}): {rec.why or 'torch would execute code from it'}. "
+                "Loading this archive with torch.export.load runs that code; only load "
+                "archives from people you trust.",
+                None,
+                None if sample else "re-export and save with torch.export.save from a torch "
+                "that writes raw tensors (no pickles), or drop the record",
+                rec.kind))
+        if PORTABILITY in wanted and rec.kind == ar.AOTI_BINARY:
+            findings.append(Finding(
+                PORTABILITY, WARNING, program, None, None,
+                f"{rec.path} is an AOTInductor binary compiled for one platform and device: "
+                "it loads only where that platform, its libraries and that GPU type are "
+                "present (retarget cannot change compiled code)",
+                None, "compile the AOTInductor package on the target machine",
+                "aotinductor"))
+    return findings
+
+
+# --- rules --------------------------------------------------------------------
+
+class _Context:
+    def __init__(self, program: Program, target: Device | None, listing: Listing | None):
+        self.program = program
+        self.target = target
+        self.listing = listing
+        self.findings: list[Finding] = []
+
+    def add(self, rule: str, severity: str, message: str, *, node: Node | None = None,
+            node_name: str | None = None, fix: str | None = None, group: str | None = None,
+            source: str | None = None) -> None:
+        line = None
+        if node is not None:
+            node_name = node.name
+            if self.listing is not None:
+                line = self.listing.line_of(node)
+            if source is None:
+                source = _source(node)
+        self.findings.append(Finding(rule, severity, self.program.name, node_name, line,
+                                     message, source, fix, group))
+
+    def differs(self, device: Device) -> bool:
+        return self.target is not None and not same_device(device, self.target)
+
+
+def _source(node: Node) -> str | None:
+    frame = first_user_frame(parse_stack_trace(node.stack_trace))
+    return frame.location if frame else None
+
+
+def _where(node: Node) -> str:
+    """The library line a node came from, when it is not the user's own line."""
+    frame = summary_frame(node.stack_trace)
+    if not frame or first_user_frame(parse_stack_trace(node.stack_trace)) and \
+            not is_library_file(frame[0]):
+        return ""
+    return f" (in {_short_path(frame[0])}:{frame[1]}, {frame[2]})"
+
+
+def _short_path(path: str) -> str:
+    """site-packages/transformers/x.py -> transformers/x.py."""
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in path:
+            return path.split(marker, 1)[1]
+    return path
+
+
+def _device_of(value: Any) -> Device:
+    if not isinstance(value, dict):
+        return Device("unknown")
+    index = value.get("index")
+    return Device(str(value.get("type", "unknown")),
+                  index if isinstance(index, int) and not isinstance(index, bool) else None)
+
+
+def _device_args(node: Node) -> Iterable[tuple[str, Device]]:
+    for inp in node.inputs:
+        kind = inp.arg.kind
+        if kind == "as_device":
+            yield inp.name, _device_of(inp.arg.value)
+        elif kind == "as_string_to_argument" and isinstance(inp.arg.value, dict):
+            for key, sub in inp.arg.value.items():
+                if isinstance(sub, dict) and "as_device" in sub:
+                    yield f"{inp.name}[{key!r}]", _device_of(sub["as_device"])
+
+
+def _device_literals(ctx: _Context) -> None:
+    target = ctx.target
+    for node in ctx.program.all_nodes():
+        for arg_name, device in _device_args(node):
+            bad = ctx.differs(device)
+            op = node.op_name
+            if op == "_assert_tensor_metadata":
+                what = f"checks that its input is on {device} and fails otherwise"
+            elif op in ("to", "_to_copy", "copy", "_to_device"):
+                what = f"copies its input to {device}"
+            else:
+                what = f"creates its result on {device}"
+            if bad:
+                why = (f"run on {target}, that mixes devices (\"Expected all tensors to be on "
+                       "the same device\")")
+            else:
+                why = ("export froze the device the example ran on, whatever device the "
+                       "inputs are on at run time")
+            ctx.add(DEVICE_LITERAL, ERROR if bad else WARNING,
+                    f"{op} has {arg_name}={device} baked in{_where(node)}: it {what}; {why}",
+                    node=node, group=str(device),
+                    fix=f"pt2-inspector retarget FILE --device {target or 'DEVICE'} -o OUT.pt2 "
+                        "(or export on the target device)")
+
+
+def _weight_devices(ctx: _Context, configs: dict[str, dict[str, Any]]) -> None:
+    program = ctx.program
+    labels = {"parameter": "parameters", "buffer": "buffers",
+              "tensor_constant": "tensor constants"}
+    groups: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    seen_targets: set[str] = set()
+    tv = program.graph.tensor_values
+    for spec in program.input_specs:
+        if spec.kind not in labels or spec.name not in tv:
+            continue
+        meta = tv[spec.name]
+        g = groups[(spec.kind, str(meta.device))]
+        g[0] += 1
+        g[1] += meta.nbytes() or 0
+        if spec.target:
+            seen_targets.add(spec.target)
+    # Config entries not reached through a placeholder (e.g. aliases) still load.
+    for which, config in configs.items():
+        for fqn, entry in config.items():
+            if fqn in seen_targets or not isinstance(entry, dict):
+                continue
+            meta = entry.get("tensor_meta")
+            if not isinstance(meta, dict):
+                continue
+            kind = "parameter" if entry.get("is_param") else (
+                "buffer" if which == "weights" else "tensor_constant")
+            g = groups[(kind, str(_device_of(meta.get("device"))))]
+            g[0] += 1
+    for (kind, dev), (count, nbytes) in sorted(groups.items()):
+        device = _parse_device_text(dev)
+        bad = ctx.differs(device)
+        msg = (f"{count} {labels[kind]} ({_size(nbytes)}) recorded on {dev}: "
+               f"torch.export.load puts them on {dev}")
+        msg += (f", not on {ctx.target}; a run on {ctx.target} must move them first"
+                if bad else "")
+        ctx.add(WEIGHT_DEVICE, WARNING if bad else INFO, msg, group=dev,
+                fix=f"pt2-inspector retarget FILE --device {ctx.target} -o OUT.pt2"
+                if bad else None)
+
+
+def _parse_device_text(text: str) -> Device:
+    kind, _, index = text.partition(":")
+    return Device(kind, int(index) if index.isdigit() else None)
+
+
+def _lifted_constants(ctx: _Context) -> None:
+    program = ctx.program
+    wanted = {s.name: s for s in program.input_specs if s.kind == "tensor_constant"}
+    if not wanted:
+        return
+    first_use: dict[str, Node] = {}
+    for node in program.graph.nodes:
+        for name in node.input_names():
+            if name in wanted and name not in first_use:
+                first_use[name] = node
+        if len(first_use) == len(wanted):
+            break
+    tv = program.graph.tensor_values
+    for name, spec in wanted.items():
+        meta = tv.get(name)
+        shape = f"{meta.annotation()}, {_size(meta.nbytes() or 0)}" if meta else "unknown size"
+        user = first_use.get(name)
+        ctx.add(LIFTED_CONSTANT, INFO,
+                f"constant {spec.target or name} ({shape}) is frozen into the program: "
+                "a tensor made in forward or a plain tensor attribute; changing it on the "
+                "module later does not change the exported program",
+                node_name=name, group=spec.target or name,
+                source=_source(user) if user else None,
+                fix="register it as a buffer (register_buffer) if it must be part of the "
+                    "state dict")
+
+
+def _specialized_dims(ctx: _Context) -> None:
+    program = ctx.program
+    for sym, rng in sorted(program.range_constraints.items()):
+        if rng.min is not None and rng.min == rng.max:
+            ctx.add(SPECIALIZED_DIM, WARNING,
+                    f"dimension {sym} has range {rng.text()}: export fixed it to {rng.min}, "
+                    "so every other size is refused",
+                    group=sym, fix="widen the Dim's min/max, or find the code that fixes it "
+                                   "(torch.export's 'specialized' messages name it)")
+    tv = program.graph.tensor_values
+    for spec in program.user_inputs():
+        meta = tv.get(spec.name)
+        if meta is None or not meta.sizes:
+            continue
+        static = [(i, s) for i, s in enumerate(meta.sizes) if isinstance(s, int)]
+        if not static:
+            continue
+        dims = ", ".join(f"{i}={s}" for i, s in static)
+        ctx.add(SPECIALIZED_DIM, INFO,
+                f"input {spec.name} {meta.annotation()} has static dims ({dims}): "
+                "only these sizes are accepted",
+                node_name=spec.name, group=spec.name,
+                fix="pass dynamic_shapes with a Dim for each dim that varies")
+    for guard in program.guards_code:
+        pinned = bool(_PINNED_GUARD.search(guard))
+        ctx.add(SPECIALIZED_DIM, WARNING if pinned else INFO,
+                f"export assumes `{guard}`: inputs that break it are rejected"
+                + (" (a size pinned to a number)" if pinned else ""),
+                group="guards", fix=None)
+    _literal_example_sizes(ctx)
+
+
+def _free_symbol_hints(program: Program) -> dict[int, set[str]]:
+    """{example value: symbols whose example it was}, for symbols not fixed by a range."""
+    by_value: dict[int, set[str]] = defaultdict(set)
+    for graph in program.graphs():
+        for expr, hint in graph.size_hints.items():
+            if not expr.isidentifier() or hint < 2:
+                continue
+            rng = program.range_constraints.get(expr)
+            if rng is not None and rng.min is not None and rng.min == rng.max:
+                continue
+            by_value[hint].add(expr)
+    return by_value
+
+
+def _literal_sizes(node: Node) -> Iterable[tuple[str, int]]:
+    for inp in node.inputs:
+        if inp.name not in _SIZE_ARG_NAMES:
+            continue
+        kind, value = inp.arg.kind, inp.arg.value
+        if kind == "as_int" and isinstance(value, int):
+            yield inp.name, value
+        elif kind == "as_ints" and isinstance(value, list):
+            for v in value:
+                if isinstance(v, int):
+                    yield inp.name, v
+        elif kind == "as_sym_ints" and isinstance(value, list):
+            for v in value:
+                if isinstance(v, dict) and isinstance(v.get("as_int"), int):
+                    yield inp.name, v["as_int"]
+
+
+def _literal_example_sizes(ctx: _Context) -> None:
+    """A literal size equal to a dynamic dim's example size, in a node whose result
+    does not depend on that dim: likely a Python int computed from the example
+    (e.g. `torch.zeros(batch_size, ...)` with a captured int)."""
+    by_value = _free_symbol_hints(ctx.program)
+    if not by_value:
+        return
+    for graph in ctx.program.graphs():
+        tv = graph.tensor_values
+        for node in graph.nodes:
+            hits = [(a, v) for a, v in _literal_sizes(node) if v in by_value]
+            if not hits:
+                continue
+            mentioned = _symbols_of(node, tv)
+            for arg_name, value in hits:
+                syms = sorted(by_value[value] - mentioned)
+                if len(syms) != len(by_value[value]):
+                    continue  # the node already follows that dim symbolically
+                ctx.add(SPECIALIZED_DIM, WARNING,
+                        f"{node.op_name} has {arg_name} containing {value}, the example size "
+                        f"of dynamic dim {' / '.join(syms)}: if it came from the example input, "
+                        "other sizes will break here",
+                        node=node, group=syms[0],
+                        fix="compute the size from the tensor (x.shape[i]) instead of a "
+                            "Python int")
+
+
+def _symbols_of(node: Node, tv: dict[str, TensorMeta]) -> set[str]:
+    out: set[str] = set()
+    for name in node.output_names() + node.input_names():
+        meta = tv.get(name)
+        if meta is None:
+            continue
+        for s in meta.sizes:
+            if isinstance(s, str):
+                out.update(_IDENT.findall(s))
+    return out
+
+
+def _portability(ctx: _Context) -> None:
+    program = ctx.program
+    if program.schema_version[0] > KNOWN_SCHEMA_MAJOR:
+        ctx.add(PORTABILITY, WARNING,
+                f"schema version {program.schema_version[0]}.{program.schema_version[1]} is "
+                f"newer than this inspector knows ({KNOWN_SCHEMA_MAJOR}.x): fields may be "
+                "missed, and older torch releases cannot load it",
+                group="schema", fix="load it with the torch that wrote it "
+                                    f"({program.torch_version}) or newer")
+    packages: dict[str, set[str]] = defaultdict(set)
+    for entry in program.module_call_graph:
+        sig = entry.get("signature")
+        if not isinstance(sig, dict):
+            continue
+        for key in ("in_spec", "out_spec"):
+            for type_name in _pytree_types(sig.get(key)):
+                if not type_name.startswith(_TORCH_PYTREE_PREFIXES):
+                    packages[type_name.split(".", 1)[0]].add(type_name)
+    for package, types in sorted(packages.items()):
+        names = ", ".join(sorted(types))
+        ctx.add(PORTABILITY, WARNING,
+                f"inputs/outputs use pytree types from {package} ({names}): "
+                f"torch.export.load fails unless `{package}` is imported first",
+                group=package,
+                fix=f"import {package} before torch.export.load, or return plain "
+                    "tuples/dicts from forward before exporting")
+    first: dict[str, tuple[Node, int]] = {}
+    for node in program.all_nodes():
+        ns = _custom_namespace(node.target)
+        if ns is None:
+            continue
+        if ns in first:
+            first[ns] = (first[ns][0], first[ns][1] + 1)
+        else:
+            first[ns] = (node, 1)
+    for ns, (node, count) in sorted(first.items()):
+        ctx.add(PORTABILITY, WARNING,
+                f"{count} node(s) call ops outside torch ({ns}, e.g. {node.target}): the library "
+                "that registers them must be loaded before torch.export.load",
+                node=node, group=ns,
+                fix=f"import the package that defines {ns} ops (or torch.ops.load_library)")
+
+
+def _custom_namespace(target: str) -> str | None:
+    if target.startswith("torch.ops."):
+        ns = target.split(".", 3)[2]
+        return None if ns in TORCH_OP_NAMESPACES else ns
+    if target.startswith(_BUILTIN_TARGET_PREFIXES):
+        return None
+    return target.rsplit(".", 1)[0] or target
+
+
+def _pytree_types(spec: Any) -> list[str]:
+    """Type names in a serialized treespec (JSON text), parsed as data only."""
+    if not isinstance(spec, str) or not spec:
+        return []
+    try:
+        doc = orjson.loads(spec)
+    except orjson.JSONDecodeError:
+        return []
+    out: list[str] = []
+    stack = [doc]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            t = item.get("type")
+            if isinstance(t, str):
+                out.append(t)
+            children = item.get("children_spec")
+            if isinstance(children, list):
+                stack.extend(children)
+    return out
+
+
+def _record_program(path: str, programs: set[str]) -> str | None:
+    base = path.rsplit("/", 1)[-1]
+    stem = base.rsplit(".", 1)[0]
+    for candidate in (stem, stem.rsplit("_", 2)[0]):
+        if candidate in programs:
+            return candidate
+    return None
+
+
+def _size(nbytes: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if nbytes < 1024 or unit == "GB":
+            return f"{nbytes:.0f} {unit}" if unit == "B" else f"{nbytes:.1f} {unit}"
+        nbytes /= 1024
+    return f"{nbytes} B"
