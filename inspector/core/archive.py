@@ -126,6 +126,13 @@ class Archive:
                 return rec
         return None
 
+    def has(self, rel: str) -> bool:
+        try:
+            self._zip.getinfo(self.top + rel)
+        except KeyError:
+            return False
+        return True
+
     def read_bytes(self, rel: str, limit: int) -> bytes:
         """Read one record through a bounded stream: at most `limit` bytes are
         decompressed, whatever the zip header claims."""
@@ -206,7 +213,7 @@ class Archive:
         """`weights` or `constants` config of a program: {fqn: PayloadMeta dict}.
         Empty when the archive has none (legacy layout, or no constants)."""
         rel = f"data/{which}/{name}_{which}_config.json"
-        if self.record(rel) is None:
+        if not self.has(rel):
             return {}
         doc = self.read_json(rel)
         config = doc.get("config") if isinstance(doc, dict) else None

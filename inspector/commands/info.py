@@ -1,0 +1,77 @@
+"""`pt2-inspector info FILE [--json]`: programs, versions, records, risk flags, ranges.
+
+Reads the zip and the JSON only (never torch)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import orjson
+
+from inspector.core.archive import open_archive
+from inspector.core.summary import archive_summary
+
+NAME = "info"
+HELP = "describe an archive: programs, schema/torch versions, records, risk flags, dynamic ranges"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", metavar="FILE", help=".pt2 archive")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def run(args: argparse.Namespace) -> int:
+    with open_archive(args.file) as archive:
+        summary = archive_summary(archive)
+    if args.json:
+        sys.stdout.write(orjson.dumps(summary, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        sys.stdout.write(format_text(summary))
+    return 0
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def format_text(s: dict[str, Any]) -> str:
+    out = [f"{s['path']}  ({_size(s['size'])}, {s['layout']} archive"
+           + (f" version {s['archive_version']}" if s["archive_version"] is not None else "")
+           + (f", {s['byteorder']}-endian" if s["byteorder"] else "") + ")"]
+    for p in s["programs"]:
+        out.append("")
+        out.append(f"program {p['name']}: {p['nodes']} nodes"
+                   + (f" in {p['graphs']} graphs" if p["graphs"] > 1 else "")
+                   + f", schema {p['schema_version']}, exported with torch {p['torch_version']}")
+        kinds = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in p["input_kinds"].items())
+        if kinds:
+            out.append(f"  graph inputs: {kinds}")
+        for i in p["inputs"]:
+            out.append(f"  input  {i['name']}: {i['type'] or '-'}")
+        for o in p["outputs"]:
+            out.append(f"  output {o['name']}: {o['type'] or '-'}")
+        for sym, r in p["range_constraints"].items():
+            hi = "inf" if r["max"] is None else r["max"]
+            out.append(f"  range  {sym}: [{r['min']}, {hi}]")
+    risky = [r for r in s["records"] if r["risk"]]
+    kinds: dict[str, list[int]] = {}
+    for r in s["records"]:
+        kinds.setdefault(r["kind"], [0, 0])
+        kinds[r["kind"]][0] += 1
+        kinds[r["kind"]][1] += r["size"]
+    out.append("")
+    out.append(f"records: {len(s['records'])}")
+    for kind, (count, size) in sorted(kinds.items()):
+        out.append(f"  {kind:<20} {count:>6}  {_size(size):>10}")
+    if risky:
+        out.append("")
+        out.append(f"risky records ({len(risky)}): torch.export.load would execute code from these")
+        for r in risky:
+            out.append(f"  ! {r['path']}: {r['why']}")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,36 @@
+"""`pt2-inspector list FILE [--program NAME]`: the readable listing on stdout.
+
+The same text as torch's `print_readable()` after `torch.export.load`, made
+from the JSON alone (never torch)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from inspector.core.archive import open_archive
+from inspector.core.listing import render_listing
+
+NAME = "list"
+HELP = "print the readable listing of each program (as print_readable shows it)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", metavar="FILE", help=".pt2 archive")
+    parser.add_argument("--program", metavar="NAME",
+                        help="only this program (default: every program, each after a '# program: NAME' line)")
+
+
+def run(args: argparse.Namespace) -> int:
+    with open_archive(args.file) as archive:
+        names = [args.program] if args.program else archive.program_names
+        for name in names:
+            archive.program_path(name)  # a clear error for an unknown name
+        out = sys.stdout
+        for name in names:
+            program = archive.program(name)
+            if not args.program:
+                out.write(f"# program: {name}\n")
+            out.write(render_listing(program).text())
+            archive._programs.pop(name, None)  # free it: one program in memory at a time
+    return 0

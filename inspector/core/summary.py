@@ -1,0 +1,53 @@
+"""What `info` reports about an archive: one plain dict, shared by the CLI
+(`info --json`) and the window's side tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inspector.core.archive import Archive
+from inspector.core.program import Graph, Program
+
+
+def value_type(graph: Graph, name: str) -> str:
+    """`f32[s77, 4]` for a tensor, `Sym(s77)` for a symbol, "" otherwise."""
+    meta = graph.tensor_values.get(name)
+    if meta is not None:
+        return meta.annotation()
+    for values in (graph.sym_int_values, graph.sym_float_values, graph.sym_bool_values):
+        if name in values:
+            return f"Sym({values[name]})"
+    return ""
+
+
+def program_summary(program: Program) -> dict[str, Any]:
+    graph = program.graph
+    kinds: dict[str, int] = {}
+    for spec in program.input_specs:
+        kinds[spec.kind] = kinds.get(spec.kind, 0) + 1
+    return {
+        "name": program.name,
+        "schema_version": f"{program.schema_version[0]}.{program.schema_version[1]}",
+        "torch_version": program.torch_version,
+        "nodes": program.node_count,
+        "graphs": sum(1 for _ in program.graphs()),
+        "inputs": [{"name": s.name, "type": value_type(graph, s.name)} for s in program.user_inputs()],
+        "outputs": [{"name": s.name, "type": value_type(graph, s.name)} for s in program.user_outputs()],
+        "input_kinds": kinds,
+        "range_constraints": {sym: {"min": r.min, "max": r.max}
+                              for sym, r in program.range_constraints.items()},
+        "verifiers": program.verifiers,
+        "opset_version": program.opset_version,
+    }
+
+
+def archive_summary(archive: Archive) -> dict[str, Any]:
+    return {
+        "path": str(archive.path),
+        "layout": archive.layout,
+        "archive_version": archive.archive_version,
+        "byteorder": archive.byteorder,
+        "size": archive.path.stat().st_size,
+        "programs": [program_summary(p) for p in archive.programs()],
+        "records": [r.as_dict() for r in archive.records],
+    }

@@ -1,0 +1,43 @@
+"""Fixtures shared by every test room: small real archives made with real torch.
+
+Exports happen once per session and are cached in a session temp folder."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+def _export_small_model(path: Path) -> Path:
+    import torch
+
+    class Small(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 3)
+            self.register_buffer("scale", torch.ones(3))
+
+        def forward(self, x: torch.Tensor, y: torch.Tensor):
+            z = self.lin(x) * self.scale
+            positions = torch.arange(x.shape[0], device="cpu")
+            values, index = torch.max(z, dim=1)
+            return z.relu(), torch.cat([z, y], 0).sum(), positions, values, index
+
+    batch = torch.export.Dim("batch", min=2, max=64)
+    ep = torch.export.export(
+        Small(), (torch.randn(5, 4), torch.randn(2, 3)),
+        dynamic_shapes={"x": {0: batch}, "y": None},
+    )
+    torch.export.save(ep, path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def small_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real one-program archive: a Linear, a buffer, a dynamic batch dim,
+    a baked `device='cpu'` arange and a multi-output op."""
+    return _export_small_model(tmp_path_factory.mktemp("small") / "small.pt2")
