@@ -3,7 +3,8 @@
 A bundle has no `python` to run `python -m inspector.jobs JOB ...` with: its
 sys.executable is the bundle's own program. So the job runner's usual command line,
 `[sys.executable, "-m", "inspector.jobs", ...]`, arrives here, and we route it to
-the jobs entry point; everything else is the normal `pt2-inspector` command.
+the jobs entry point (and `-m inspector.desktop_install` to the launcher
+installer); everything else is the normal `pt2-inspector` command.
 """
 
 from __future__ import annotations
@@ -12,12 +13,20 @@ import multiprocessing
 import sys
 
 
+# Modules a bundle can run as `PROGRAM -m MODULE ...`, like `python -m` would.
+_RUNNABLE = {
+    "inspector.jobs": "inspector.jobs.__main__",
+    "inspector.desktop_install": "inspector.desktop_install",
+}
+
+
 def main() -> int:
     multiprocessing.freeze_support()  # torch's DataLoader & co. re-exec the program
-    if sys.argv[1:3] == ["-m", "inspector.jobs"]:
-        from inspector.jobs.__main__ import main as jobs_main
+    if len(sys.argv) >= 3 and sys.argv[1] == "-m" and sys.argv[2] in _RUNNABLE:
+        import importlib
 
-        return jobs_main(sys.argv[3:])
+        module = importlib.import_module(_RUNNABLE[sys.argv[2]])
+        return module.main(sys.argv[3:])
     from inspector.cli import main as cli_main
 
     return cli_main(sys.argv[1:])

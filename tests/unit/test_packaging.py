@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import inspector
+from inspector.resources import APP_ID
 
 ROOT = Path(__file__).resolve().parents[2]
 RESOURCES = ROOT / "resources"
@@ -74,9 +75,21 @@ def test_wheel_carries_every_resource(wheel):
     missing = [p for p in shipped if f"inspector/_resources/{p}" not in names]
     assert not missing, f"not in the wheel: {missing}"
     assert "inspector/resources.py" in names
+    # The desktop files also go to PREFIX/share (found there after `pip install --user`).
+    data = f"pt2_inspector-{inspector.__version__}.data/data/share"
+    for path in (f"applications/{APP_ID}.desktop", f"metainfo/{APP_ID}.metainfo.xml",
+                 f"mime/packages/{APP_ID}.xml", f"icons/hicolor/scalable/apps/{APP_ID}.svg",
+                 f"icons/hicolor/48x48/apps/{APP_ID}.png"):
+        assert f"{data}/{path}" in names, path
     entry_points = zipfile.ZipFile(wheel).read(
         f"pt2_inspector-{inspector.__version__}.dist-info/entry_points.txt").decode()
     assert "pt2-inspector = inspector.cli:main" in entry_points
+
+
+def test_install_puts_the_launcher_entry_under_the_prefix(installed):
+    share = installed.parent / "share"
+    assert (share / "applications" / f"{APP_ID}.desktop").is_file()
+    assert (share / "icons" / "hicolor" / "256x256" / "apps" / f"{APP_ID}.png").is_file()
 
 
 def test_installed_command_reports_its_version(installed, tmp_path):
