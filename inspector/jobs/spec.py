@@ -27,6 +27,10 @@ class ExportSpecError(InspectorError):
     """An export spec that cannot work (bad range, bad size, bad device name)."""
 
 
+class RunSpecError(InspectorError):
+    """Run options that cannot work (bad device name, batch, token count)."""
+
+
 @dataclass(frozen=True)
 class ExportSpec:
     preset: str = "tiny"
@@ -167,3 +171,81 @@ def separate_paths(target: str | os.PathLike[str]) -> dict[str, Path]:
     target = Path(target)
     stem = target.name[:-4] if target.name.endswith(".pt2") else target.name
     return {p: target.with_name(f"{stem}-{p}.pt2") for p in ("encoder", "decoder")}
+
+
+# --- the run job --------------------------------------------------------------
+
+MODES = ("export", "eager")
+PRECISIONS = ("fp32", "bf16")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What to time: `python -m inspector.jobs run FILE ...` / `pt2-inspector run`."""
+
+    file: str
+    device: str = "cpu"
+    mode: str = "export"
+    compile: bool = False
+    precision: str = "fp32"
+    batch: int = 1
+    max_tokens: int = 256
+    warmup: int = 1
+    repeats: int = 1
+    seed: int = 0
+    trust: bool = False
+
+    def validate(self) -> RunSpec:
+        if not _DEVICE_RE.match(self.device):
+            raise RunSpecError(f"bad device {self.device!r} (use cpu, cuda, cuda:N or mps)")
+        if self.mode not in MODES:
+            raise RunSpecError(f"bad mode {self.mode!r} (choose from {', '.join(MODES)})")
+        if self.precision not in PRECISIONS:
+            raise RunSpecError(f"bad precision {self.precision!r} (fp32 or bf16)")
+        for name, value, lo, hi in (("batch", self.batch, 1, 4096),
+                                    ("max tokens", self.max_tokens, 1, SEQ_LEN_LIMIT),
+                                    ("warm-up runs", self.warmup, 0, 100),
+                                    ("repeats", self.repeats, 1, 1000)):
+            if not lo <= value <= hi:
+                raise RunSpecError(f"{name} {value} is out of range ({lo} .. {hi})")
+        return self
+
+    def to_argv(self) -> list[str]:
+        argv = [self.file, "--device", self.device, "--mode", self.mode,
+                "--precision", self.precision, "--batch", str(self.batch),
+                "--max-tokens", str(self.max_tokens), "--warmup", str(self.warmup),
+                "--repeats", str(self.repeats), "--seed", str(self.seed)]
+        if self.compile:
+            argv.append("--compile")
+        if self.trust:
+            argv.append("--trust")
+        return argv
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> RunSpec:
+        return cls(file=args.file, device=args.device, mode=args.mode, compile=args.compile,
+                   precision=args.precision, batch=args.batch, max_tokens=args.max_tokens,
+                   warmup=args.warmup, repeats=args.repeats, seed=args.seed,
+                   trust=args.trust).validate()
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    d = RunSpec(file="")
+    parser.add_argument("file", metavar="FILE", help="a .pt2 written by `pt2-inspector export`")
+    parser.add_argument("--device", default=d.device, help="cpu, cuda:N or mps (see `devices`)")
+    parser.add_argument("--mode", choices=MODES, default=d.mode,
+                        help="export: the archive's programs; eager: the toy model rebuilt "
+                             "from the archive's config with its weights")
+    parser.add_argument("--compile", action="store_true", help="wrap in torch.compile")
+    parser.add_argument("--precision", choices=PRECISIONS, default=d.precision,
+                        help="fp32, or bf16 autocast")
+    parser.add_argument("--batch", type=int, default=d.batch, metavar="N")
+    parser.add_argument("--max-tokens", type=int, default=d.max_tokens, metavar="N",
+                        help="stop after N tokens (or when every sequence emitted END)")
+    parser.add_argument("--warmup", type=int, default=d.warmup, metavar="N",
+                        help="untimed generations first")
+    parser.add_argument("--repeats", type=int, default=d.repeats, metavar="N",
+                        help="timed generations")
+    parser.add_argument("--seed", type=int, default=d.seed, help="seed of the random images")
+    parser.add_argument("--trust", action="store_true",
+                        help="allow pickled weights/constants, TorchBind objects, libraries")

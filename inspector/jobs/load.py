@@ -1,0 +1,386 @@
+"""The one vetted way a job loads a .pt2 archive with torch.
+
+`torch.export.load` executes things from the file: it unpickles the sample inputs and
+`use_pickle` weights/constants, loads TorchBind objects, dlopens AOTInductor `.so`
+files, `sympify`s symbolic-shape strings, resolves node targets by `getattr` on torch
+(a graph could call `torch.ops.load_library`), and `ExportedProgram.module()` `exec`s
+the archive's `guards_code`. torch 2.13's loader has no `weights_only`.
+
+So, before torch sees anything:
+1. The core reader (`inspector.core.archive`) vets the zip (limits, names, layout) and
+   classifies every record; records it marks risky (pickles, TorchBind, opaque
+   objects, compiled libraries) are refused unless the caller passes `trust=True`,
+   and the error names them. Sample inputs are never read, trusted or not.
+2. Each program's JSON is checked: every `expr_str` must parse in the strict srepr
+   grammar (`inspector.core.symbolic`) using only known sympy/torch function names;
+   range-constraint keys must be symbol names; `guards_code` must use only the guard
+   grammar (`L['name'].size()[N]`, integers, comparisons, arithmetic); node targets
+   must be ATen/prims/higher-order ops or a small set of Python operators. These are
+   refused whatever `trust` says: a genuine export never needs anything else.
+3. torch then builds the programs from exactly the bytes we vetted, through its own
+   internals (`_build_file_map`, `ExportedProgramDeserializer`), with empty sample
+   inputs; raw weights are mapped from the zip without pickle.
+`transformers` is imported only when a program's pytree specs name one of its types
+(the toy encoder returns `BaseModelOutputWithPooling`, which must be registered).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from inspector.core import archive as core
+from inspector.core.errors import ArchiveError, InspectorError
+from inspector.core.symbolic import Call, ExprSyntaxError, parse_srepr
+
+EXTRA_RECORD = "pt2_inspector.json"  # written by jobs/export.py
+
+
+class UntrustedArchiveError(InspectorError):
+    """The archive holds records torch would execute; loading needs explicit consent."""
+
+    def __init__(self, message: str, records: list[str]) -> None:
+        super().__init__(message)
+        self.records = records
+
+
+class UnsafeProgramError(InspectorError):
+    """A program's JSON holds strings outside the grammar a genuine export produces."""
+
+
+# --- grammars -----------------------------------------------------------------
+
+_SYMBOL = re.compile(r"^[a-z]{1,6}\d{1,9}$")  # s0, u12, ps3, zuf0, ...
+_NUMBER_TEXT = re.compile(r"^[-+]?\d+(\.\d*)?([eE][-+]?\d+)?$")
+_FUNCTIONS = frozenset("""
+Symbol Integer Rational Float Add Mul Pow Max Min Mod Abs floor ceiling sqrt Neg Name
+Eq Ne Lt Le Gt Ge Equality Unequality StrictLessThan StrictGreaterThan LessThan GreaterThan
+And Or Not Piecewise ExprCondPair oo zoo nan int_oo Infinity NegativeInfinity IntInfinity
+NegativeIntInfinity BooleanTrue BooleanFalse Zero One NegativeOne Half
+FloorDiv ModularIndexing Where PythonMod CleanDiv CeilToInt FloorToInt CeilDiv LShift RShift
+PowByNatural FloatPow FloatTrueDiv IntTrueDiv IsNonOverlappingAndDenseIndicator TruncToFloat
+TruncToInt RoundToInt RoundDecimal ToFloat Identity
+""".split())
+_ASSUMPTIONS = frozenset("""positive negative integer real nonnegative nonpositive finite
+infinite zero nonzero even odd rational commutative precision""".split())
+
+_GUARD_TOKEN = re.compile(r"""\s*(?:
+    L\['[A-Za-z_][A-Za-z0-9_]{0,200}'\]
+  | \[\d{1,9}\]
+  | \.(?:size|stride)\(\) | \.storage_offset\(\) | \.dim\(\)
+  | \d{1,30}
+  | ==|!=|<=|>=|<|>|//|\*\*|[-+*%()]
+  | \b(?:and|or|not|True|False)\b
+)""", re.VERBOSE)
+
+_TARGET = re.compile(
+    r"^(?:torch\.ops\.(?:aten|prims)\.[A-Za-z_]\w*\.[A-Za-z_]\w*"
+    r"|torch\.ops\.higher_order\.[A-Za-z_]\w*"
+    r"|_operator\.(?:getitem|add|sub|mul|floordiv|truediv|mod|pow|neg|pos|abs|eq|ne|lt|le"
+    r"|gt|ge|and_|or_|xor|not_|invert|lshift|rshift)"
+    r"|math\.(?:ceil|floor|trunc|sqrt)"
+    r"|torch\.(?:sym_float|sym_int|sym_max|sym_min|sym_not|sym_ite|sym_sqrt|sym_sum"
+    r"|_sym_sqrt|sym_float|_check|_check_is_size|_assert|_assert_async))$"
+)
+# aten ops that touch files: not code execution, but no graph we run needs them.
+_DENIED_OPS = re.compile(r"^torch\.ops\.aten\.(?:from_file|_load_\w*|save)\.")
+_SAFE_TYPE_PREFIXES = ("builtins.", "collections.", "torch.", "transformers.modeling_outputs.")
+MAX_EXPR_CHARS = 4096
+MAX_GUARD_CHARS = 4096
+
+
+def check_expr(text: Any, where: str) -> None:
+    """Raise UnsafeProgramError unless `text` is srepr made of known functions."""
+    if not isinstance(text, str) or len(text) > MAX_EXPR_CHARS:
+        raise UnsafeProgramError(f"{where}: symbolic shape is not a short string")
+    if _SYMBOL.match(text):
+        return
+    try:
+        tree = parse_srepr(text)
+    except ExprSyntaxError as exc:
+        raise UnsafeProgramError(
+            f"{where}: symbolic shape {text[:80]!r} is outside the srepr grammar ({exc})"
+        ) from None
+    stack: list[tuple[Any, Any]] = [(tree, None)]
+    while stack:
+        node, parent = stack.pop()
+        if isinstance(node, Call):
+            if node.head not in _FUNCTIONS:
+                raise UnsafeProgramError(f"{where}: unknown function {node.head!r} in "
+                                         f"symbolic shape {text[:80]!r}")
+            if node.head == "Name" and not (
+                isinstance(node.args[0], str) and _SYMBOL.match(node.args[0])
+            ):
+                raise UnsafeProgramError(f"{where}: unknown name {node.args[0]!r} in "
+                                         f"symbolic shape {text[:80]!r}")
+            for key, value in node.kwargs:
+                if key not in _ASSUMPTIONS or not isinstance(value, (bool, int)):
+                    raise UnsafeProgramError(f"{where}: unexpected keyword {key!r} in "
+                                             f"symbolic shape {text[:80]!r}")
+            stack.extend((a, node) for a in node.args)
+        elif isinstance(node, str):
+            head = parent.head if isinstance(parent, Call) else None
+            ok = (head == "Symbol" and _SYMBOL.match(node)) or (
+                head in ("Float", "Integer", "Rational") and _NUMBER_TEXT.match(node)
+            ) or (head == "Name")
+            if not ok:
+                raise UnsafeProgramError(f"{where}: unexpected string {node[:40]!r} in "
+                                         f"symbolic shape {text[:80]!r}")
+
+
+def check_guard(text: Any, where: str) -> None:
+    if not isinstance(text, str) or len(text) > MAX_GUARD_CHARS:
+        raise UnsafeProgramError(f"{where}: guard is not a short string")
+    pos, depth = 0, 0
+    stripped = text.rstrip()
+    while pos < len(stripped):
+        m = _GUARD_TOKEN.match(stripped, pos)
+        if not m or m.end() == pos:
+            raise UnsafeProgramError(
+                f"{where}: guard {text[:80]!r} is outside the guard grammar "
+                f"(at {stripped[pos:pos + 20]!r})"
+            )
+        tok = m.group().strip()
+        depth += tok == "("
+        depth -= tok == ")"
+        if depth < 0 or depth > 64:
+            raise UnsafeProgramError(f"{where}: guard {text[:80]!r} has unbalanced parentheses")
+        pos = m.end()
+
+
+def check_target(target: Any, where: str) -> None:
+    if not isinstance(target, str) or not _TARGET.match(target) or _DENIED_OPS.match(target):
+        raise UnsafeProgramError(
+            f"{where}: node target {str(target)[:120]!r} is not an ATen/prims operator "
+            "(refusing to resolve it: a graph could call any Python function that way)"
+        )
+
+
+def check_program(name: str, doc: Any) -> set[str]:
+    """Vet one program's JSON; return the pytree type names its signature uses."""
+    where = f"program {name!r}"
+    if not isinstance(doc, dict) or not isinstance(doc.get("graph_module"), dict):
+        raise UnsafeProgramError(f"{where}: not an exported program")
+    for key in (doc.get("range_constraints") or {}):
+        if not _SYMBOL.match(str(key)):
+            raise UnsafeProgramError(f"{where}: range constraint key {str(key)[:40]!r} "
+                                     "is not a symbol name")
+    for guard in doc.get("guards_code") or []:
+        check_guard(guard, where)
+    types: set[str] = set()
+    stack: list[Any] = [doc]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if "expr_str" in item:
+                check_expr(item["expr_str"], where)
+            if "target" in item and "inputs" in item and "outputs" in item:
+                check_target(item["target"], where)
+            for key in ("in_spec", "out_spec"):
+                if isinstance(item.get(key), str):
+                    types |= _spec_types(item[key], where)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    bad = sorted(t for t in types if not t.startswith(_SAFE_TYPE_PREFIXES))
+    if bad:
+        raise UnsafeProgramError(f"{where}: inputs/outputs use Python types pt2-inspector "
+                                 f"does not load ({', '.join(bad[:5])})")
+    return types
+
+
+def _spec_types(text: str, where: str) -> set[str]:
+    try:
+        spec = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        raise UnsafeProgramError(f"{where}: a pytree spec is not JSON") from None
+    found: set[str] = set()
+    stack = [spec]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if isinstance(item.get("type"), str):
+                found.add(item["type"])
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
+
+
+# --- vetting ------------------------------------------------------------------
+
+@dataclass
+class Vetted:
+    """What we read and checked; torch gets exactly these bytes and configs."""
+
+    path: Path
+    program_names: list[str]
+    program_bytes: dict[str, bytes] = field(default_factory=dict)
+    weights: dict[str, dict[str, Any]] = field(default_factory=dict)
+    constants: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pytree_types: set[str] = field(default_factory=set)
+    trusted: list[str] = field(default_factory=list)  # risky records loaded on consent
+    info: dict[str, Any] | None = None  # extra/pt2_inspector.json
+
+    @property
+    def needs_transformers(self) -> bool:
+        return any(t.startswith("transformers.") for t in self.pytree_types)
+
+
+def vet(path: str | Path, *, trust: bool = False,
+        programs: Iterable[str] | None = None) -> Vetted:
+    """Check the archive without torch. Raises ArchiveError, UntrustedArchiveError or
+    UnsafeProgramError with a message naming what is wrong."""
+    with core.open_archive(path) as ar:
+        if ar.layout != "pt2":
+            raise ArchiveError(f"{Path(path).name} uses the legacy single-program layout; "
+                               "running needs a pt2 archive (torch.export.save >= 2.6)")
+        wanted = list(programs) if programs is not None else list(ar.program_names)
+        missing = [p for p in wanted if p not in ar.program_names]
+        if missing:
+            raise ArchiveError(
+                f"{Path(path).name} has no program {', '.join(map(repr, missing))} "
+                f"(programs: {', '.join(ar.program_names)}); running needs 'encoder' and "
+                "'decoder', as written by `pt2-inspector export`"
+            )
+        # Sample inputs are never read, so they are not a reason to refuse.
+        risky = [r for r in ar.records if r.risk and r.kind != core.SAMPLE_INPUTS]
+        if risky and not trust:
+            names = ", ".join(f"{r.path} ({r.why or r.kind})" for r in risky[:6])
+            more = f" and {len(risky) - 6} more" if len(risky) > 6 else ""
+            raise UntrustedArchiveError(
+                f"{Path(path).name} holds records that would run code when loaded: "
+                f"{names}{more}. Load it only if you trust its source "
+                "(--trust on the command line)",
+                [r.path for r in risky],
+            )
+        vetted = Vetted(Path(path), wanted, trusted=[r.path for r in risky])
+        for name in wanted:
+            raw = ar.read_bytes(ar.program_path(name), core.MAX_JSON_BYTES)
+            try:
+                doc = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                raise ArchiveError(f"program {name!r} is not valid JSON ({exc})") from None
+            vetted.pytree_types |= check_program(name, doc)
+            vetted.program_bytes[name] = raw
+            vetted.weights[name] = ar.payload_config(name, "weights")
+            vetted.constants[name] = ar.payload_config(name, "constants")
+            _check_payloads(name, vetted.weights[name], vetted.constants[name], trust)
+        if EXTRA_RECORD in ar.extra_names():
+            try:
+                info = orjson.loads(ar.read_extra(EXTRA_RECORD))
+                vetted.info = info if isinstance(info, dict) else None
+            except orjson.JSONDecodeError:
+                vetted.info = None
+    return vetted
+
+
+def _check_payloads(name: str, weights: dict[str, Any], constants: dict[str, Any],
+                    trust: bool) -> None:
+    for which, config in (("weights", weights), ("constants", constants)):
+        for fqn, meta in config.items():
+            if not isinstance(meta, dict) or not isinstance(meta.get("path_name"), str):
+                raise ArchiveError(f"program {name!r}: {which} entry {str(fqn)[:80]!r} is malformed")
+            path_name = meta["path_name"]
+            if "/" in path_name or "\\" in path_name or path_name.startswith("."):
+                raise ArchiveError(f"program {name!r}: {which} entry {str(fqn)[:80]!r} points "
+                                   f"outside data/{which}/ ({path_name[:80]!r})")
+            if meta.get("use_pickle") and not trust:  # core flags these; belt and braces
+                raise UntrustedArchiveError(
+                    f"program {name!r}: {which[:-1]} {fqn} is a pickle "
+                    f"(data/{which}/{path_name}); load only with --trust",
+                    [f"data/{which}/{path_name}"],
+                )
+
+
+# --- loading with torch -------------------------------------------------------
+
+def _payloads(torch: Any, reader: Any, config: dict[str, Any], base_dir: str,
+              constants: bool) -> dict[str, Any]:
+    """Torch's own payload assembly (aliasing kept) from our vetted config. Pickled
+    entries are reached only when the caller trusted them in `vet`."""
+    import io
+    import pickle
+
+    from torch._export.serde import schema
+    from torch._export.serde.serialize import (
+        _dict_to_dataclass,
+        deserialize_size,
+        deserialize_storage_offset,
+        deserialize_stride,
+    )
+    from torch.export.pt2_archive import _package as pkg
+
+    cfg = _dict_to_dataclass(schema.PayloadConfig, {"config": config})
+    file_map = pkg._build_file_map(reader, cfg, base_dir)
+    out: dict[str, Any] = {}
+    for fqn, meta in cfg.config.items():
+        record = f"{base_dir}{meta.path_name}"
+        name = meta.path_name
+        if constants and name.startswith(pkg.CUSTOM_OBJ_FILENAME_PREFIX):
+            out[fqn] = torch._C._pickle_load_obj(reader.read_bytes(record))  # trusted only
+        elif constants and name.startswith(pkg.OPAQUE_OBJ_FILENAME_PREFIX):
+            out[fqn] = pickle.loads(reader.read_bytes(record))  # noqa: S301 - trusted only
+        elif meta.use_pickle:
+            out[fqn] = torch.load(io.BytesIO(reader.read_bytes(record)), weights_only=False)
+        else:
+            tm = meta.tensor_meta
+            tensor = torch.as_strided(
+                file_map[meta.path_name],
+                size=deserialize_size(tm.sizes),
+                stride=deserialize_stride(tm.strides),
+                storage_offset=deserialize_storage_offset(tm.storage_offset),
+            )
+            out[fqn] = (torch.nn.Parameter(tensor, requires_grad=tm.requires_grad)
+                        if meta.is_param and not constants else tensor)
+    return out
+
+
+def load_state_dicts(vetted: Vetted) -> dict[str, dict[str, Any]]:
+    """The programs' weights (fqn -> tensor), for eager mode: no graph is built."""
+    import torch
+    from torch.export.pt2_archive._package import WEIGHTS_DIR, PT2ArchiveReader
+
+    with torch.no_grad(), PT2ArchiveReader(str(vetted.path)) as reader:
+        return {n: _payloads(torch, reader, vetted.weights[n], WEIGHTS_DIR, False)
+                for n in vetted.program_names}
+
+
+def load_programs(vetted: Vetted) -> dict[str, Any]:
+    """name -> torch.export.ExportedProgram, built from the vetted bytes."""
+    import torch
+    from torch._export.serde import schema
+    from torch._export.serde.serialize import ExportedProgramDeserializer, _bytes_to_dataclass
+    from torch.export.pt2_archive._package import CONSTANTS_DIR, WEIGHTS_DIR, PT2ArchiveReader
+
+    if vetted.needs_transformers:
+        # Registers transformers' ModelOutput classes as pytree nodes (the toy encoder
+        # returns BaseModelOutputWithPooling); nothing from the archive is imported.
+        import transformers.modeling_outputs  # noqa: F401
+
+    programs: dict[str, Any] = {}
+    with PT2ArchiveReader(str(vetted.path)) as reader:
+        for name in vetted.program_names:
+            state = _payloads(torch, reader, vetted.weights[name], WEIGHTS_DIR, False)
+            consts = _payloads(torch, reader, vetted.constants[name], CONSTANTS_DIR, True)
+            serialized = _bytes_to_dataclass(schema.ExportedProgram, vetted.program_bytes[name])
+            try:
+                programs[name] = ExportedProgramDeserializer(None).deserialize(
+                    serialized, state, consts, b""  # b"": sample inputs are never unpickled
+                )
+            except Exception as exc:
+                raise ArchiveError(f"program {name!r} cannot be rebuilt by this torch "
+                                   f"({type(exc).__name__}: {str(exc)[:300]})") from None
+    return programs
+
+
+def load(path: str | Path, *, trust: bool = False,
+         programs: Iterable[str] | None = None) -> tuple[Vetted, dict[str, Any]]:
+    """Vet, then load: (what was vetted, name -> ExportedProgram)."""
+    vetted = vet(path, trust=trust, programs=programs)
+    return vetted, load_programs(vetted)
