@@ -1,0 +1,80 @@
+"""The devices torch sees, listed once by the devices job (a child: the window never
+imports torch) and shared by the panels that offer a device choice."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QComboBox
+
+from inspector.ui.job_runner import JobRunner
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    id: str  # what a job takes: cpu, cuda:0, mps
+    label: str  # what a person reads: "cuda:0 - NVIDIA H200 (141 GB)"
+
+
+CPU = DeviceInfo("cpu", "cpu")
+
+
+def parse_devices(result: dict[str, Any]) -> list[DeviceInfo]:
+    """The devices job's result -> choices, cpu always first."""
+    out: list[DeviceInfo] = []
+    for dev in result.get("devices") or []:
+        if not isinstance(dev, dict) or not isinstance(dev.get("id"), str):
+            continue
+        label = dev["id"]
+        name = dev.get("name")
+        mem = dev.get("memory_bytes")
+        if isinstance(name, str) and name and dev["id"] != "cpu":
+            label += f" - {name}"
+            if isinstance(mem, int) and mem > 0:
+                label += f" ({mem / 1e9:.0f} GB)"
+        out.append(DeviceInfo(dev["id"], label))
+    if not any(d.id == "cpu" for d in out):
+        out.insert(0, CPU)
+    return out
+
+
+class DeviceSource(QObject):
+    """Runs the devices job on `refresh()`; `devices` is [cpu] until it answers."""
+
+    changed = Signal(list)  # list[DeviceInfo]
+    failed = Signal(str)
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.devices: list[DeviceInfo] = [CPU]
+        self.torch_version: str | None = None
+        self.runner = JobRunner(self)
+        self.runner.result.connect(self._on_result)
+        self.runner.error.connect(lambda msg, _details: self.failed.emit(msg))
+
+    def refresh(self) -> None:
+        self.runner.start("devices")
+
+    def shutdown(self) -> None:
+        self.runner.shutdown()
+
+    def _on_result(self, event: dict[str, Any]) -> None:
+        self.devices = parse_devices(event)
+        self.torch_version = event.get("torch")
+        self.changed.emit(list(self.devices))
+
+
+def fill_combo(combo: QComboBox, devices: list[DeviceInfo]) -> None:
+    """Replace the choices, keeping the current one when it is still offered."""
+    current = combo.currentData()
+    combo.blockSignals(True)
+    combo.clear()
+    for dev in devices:
+        combo.addItem(dev.label, dev.id)
+    index = combo.findData(current)
+    combo.setCurrentIndex(max(index, 0))
+    combo.blockSignals(False)
+    if combo.currentData() != current:
+        combo.currentIndexChanged.emit(combo.currentIndex())

@@ -1,0 +1,502 @@
+"""The Dim editor: re-export the toy model with chosen dynamic-shape ranges.
+
+Everything the user sets is an `ExportSpec` (inspector/jobs/spec.py, no torch), checked
+as they type: a bad range is marked on its row and Export stays disabled, so torch never
+starts on a spec that cannot work. Export runs the export job in a child process
+(JobRunner): progress bar, Cancel (the child's partial folder is removed), torch's own
+error text one click away. On success the new archive opens in a tab and the range
+constraints of the archive that was open before and the new one are compared.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QStandardPaths, Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+from superqt import QLabeledRangeSlider
+
+from inspector.core.errors import InspectorError
+from inspector.jobs.runner import cleanup_partial
+from inspector.jobs.spec import (
+    BATCH_LIMIT,
+    PRESETS,
+    SEQ_LEN_LIMIT,
+    ExportSpec,
+    ExportSpecError,
+)
+from inspector.ui.device_list import DeviceSource, fill_combo
+from inspector.ui.job_runner import JobRunner
+from inspector.ui.range_table import RangeCompareTable, compare, range_rows
+
+_INVALID_STYLE = "QSpinBox { border: 1px solid #d32f2f; background: rgba(211, 47, 47, 0.12); }"
+_ERROR_COLOR = "#c62828"
+PRESET_NOTES = {
+    "tiny": "hidden 64, 2 layers: exports in seconds",
+    "seed": "the blog's ViT-base + GPT-2 (201M parameters): about 15 s and 2 GB of memory",
+}
+
+
+class DimEditor(QWidget):
+    """One dynamic dimension: a range slider plus min / max / example spin boxes.
+
+    The spin boxes accept out-of-range numbers on purpose: a typed 300 stays 300 and is
+    marked, rather than being clamped silently to something the user did not ask for."""
+
+    changed = Signal()
+
+    def __init__(self, name: str, slider_max: int, spin_max: int, parent=None) -> None:
+        super().__init__(parent)
+        self.name = name
+        self.slider = QLabeledRangeSlider(Qt.Orientation.Horizontal)
+        self.slider.setRange(0, slider_max)
+        self.slider.setHandleLabelPosition(QLabeledRangeSlider.LabelPosition.NoLabel)
+        self.slider.setEdgeLabelMode(QLabeledRangeSlider.EdgeLabelMode.LabelIsRange)
+        self.slider.setToolTip(f"{name} range the exported program accepts")
+        self.min_spin = self._spin(spin_max, f"smallest {name} the program accepts")
+        self.max_spin = self._spin(spin_max, f"largest {name} the program accepts")
+        self.example_spin = self._spin(spin_max, f"{name} of the example input export traces "
+                                       "with (0 and 1 get specialized: use 2 or more)")
+        row = QHBoxLayout(self)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.slider, 1)
+        for label, spin in (("min", self.min_spin), ("max", self.max_spin),
+                            ("example", self.example_spin)):
+            text = QLabel(label)
+            text.setBuddy(spin)
+            text.setStyleSheet("color: palette(placeholder-text);")
+            row.addWidget(text)
+            row.addWidget(spin)
+        self.slider.valueChanged.connect(self._from_slider)
+        for spin in (self.min_spin, self.max_spin, self.example_spin):
+            spin.valueChanged.connect(self._from_spins)
+
+    def _spin(self, spin_max: int, tip: str) -> QSpinBox:
+        spin = QSpinBox()
+        spin.setRange(-999, spin_max)
+        spin.setToolTip(tip)
+        spin.setKeyboardTracking(True)
+        spin.setMinimumWidth(60)
+        spin.setMaximumWidth(84)
+        return spin
+
+    def values(self) -> tuple[int, int, int]:
+        return self.min_spin.value(), self.max_spin.value(), self.example_spin.value()
+
+    def set_values(self, lo: int, hi: int, example: int) -> None:
+        for spin, v in ((self.min_spin, lo), (self.max_spin, hi), (self.example_spin, example)):
+            spin.blockSignals(True)
+            spin.setValue(v)
+            spin.blockSignals(False)
+        self._sync_slider()
+        self.changed.emit()
+
+    def set_problem(self, message: str | None) -> None:
+        lo, hi, ex = self.values()
+        bad = set()
+        if message:
+            bad = {self.min_spin, self.max_spin}
+            if "example" in message:
+                bad = {self.example_spin}
+            elif "max is" in message:
+                bad = {self.max_spin}
+            elif "min is" in message:
+                bad = {self.min_spin}
+        for spin in (self.min_spin, self.max_spin, self.example_spin):
+            spin.setStyleSheet(_INVALID_STYLE if spin in bad else "")
+            spin.setProperty("invalid", spin in bad)
+        self.setToolTip(message or "")
+
+    def _from_slider(self, value: tuple[float, float]) -> None:
+        lo, hi = (int(round(v)) for v in value)
+        for spin, v in ((self.min_spin, lo), (self.max_spin, hi)):
+            spin.blockSignals(True)
+            spin.setValue(v)
+            spin.blockSignals(False)
+        self.changed.emit()
+
+    def _from_spins(self) -> None:
+        self._sync_slider()
+        self.changed.emit()
+
+    def _sync_slider(self) -> None:
+        lo, hi, _ = self.values()
+        top = self.slider.maximum()
+        self.slider.blockSignals(True)
+        self.slider.setValue((max(0, min(lo, top)), max(0, min(hi, top))))
+        self.slider.blockSignals(False)
+
+
+class ExportPanel(QWidget):
+    """Dim editor + export job. `window` (optional) is the MainWindow: the new archive
+    opens there; without it the panel only emits `archive_exported`."""
+
+    archive_exported = Signal(str, object)  # path, the job's result event
+    export_failed = Signal(str, str)  # message, details
+
+    def __init__(self, window: Any = None, devices: DeviceSource | None = None,
+                 parent=None) -> None:
+        super().__init__(parent)
+        self.window = window
+        self.runner = JobRunner(self)
+        self._before: str | None = None  # archive open when the export started
+        # Compared with the new archive when there is no window to ask (standalone use).
+        self.base_archive: str | None = None
+        self._output: str | None = None
+        self._build()
+        self.devices = devices
+        if devices is not None:
+            fill_combo(self.device, devices.devices)
+            devices.changed.connect(lambda devs: fill_combo(self.device, devs))
+        self.runner.progress.connect(self._on_progress)
+        self.runner.result.connect(self._on_result)
+        self.runner.error.connect(self._on_error)
+        self.runner.finished.connect(self._on_finished)
+        self.set_spec(ExportSpec())
+        self.output.setText(str(default_output_dir() / "toy-tiny.pt2"))
+        self.validate()
+
+    # -- layout --
+    def _build(self) -> None:
+        self.preset = QComboBox()
+        for name in PRESETS:
+            self.preset.addItem(name, name)
+            self.preset.setItemData(self.preset.count() - 1, PRESET_NOTES.get(name, ""),
+                                    Qt.ToolTipRole)
+        self.preset_note = QLabel()
+        self.preset_note.setStyleSheet("color: palette(placeholder-text);")
+        self.seed = QSpinBox()
+        self.seed.setRange(0, 2**31 - 1)
+        self.seed.setToolTip("seed of the random weights")
+        self.seed.setMaximumWidth(110)
+        self.batch = DimEditor("batch", 256, BATCH_LIMIT * 2)
+        self.seq = DimEditor("seq_len", SEQ_LEN_LIMIT, 9999)
+        self.device = QComboBox()
+        self.device.addItem("cpu", "cpu")
+        self.device.setToolTip("export on the device you will run on: exporting on cpu "
+                               "bakes device='cpu' into the graph (see the Audit panel)")
+        self.cache_position = QCheckBox("cache_position input")
+        self.cache_position.setToolTip("feed token positions as a decoder input "
+                                       "(the blog's fix for the baked arange)")
+        self.strict = QCheckBox("strict")
+        self.strict.setToolTip("strict (TorchDynamo) export")
+        self.decompose = QCheckBox("decompositions")
+        self.decompose.setToolTip("run_decompositions(): core ATen ops only")
+        self.output = QLineEdit()
+        self.output.setPlaceholderText("where to write the new .pt2")
+        browse = QToolButton()
+        browse.setText("…")
+        browse.setToolTip("choose where to save")
+        browse.clicked.connect(self._browse)
+
+        model_row = QHBoxLayout()
+        model_row.addWidget(self.preset)
+        model_row.addWidget(QLabel("seed"))
+        model_row.addWidget(self.seed)
+        model_row.addWidget(self.preset_note, 1)
+        options = QHBoxLayout()
+        for box in (self.cache_position, self.strict, self.decompose):
+            options.addWidget(box)
+        options.addStretch(1)
+        out_row = QHBoxLayout()
+        out_row.addWidget(self.output, 1)
+        out_row.addWidget(browse)
+
+        form = QFormLayout()
+        form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
+        form.addRow("Model", model_row)
+        form.addRow("Batch", self.batch)
+        form.addRow("Seq len", self.seq)
+        form.addRow("Device", self.device)
+        form.addRow("Options", options)
+        form.addRow("Output", out_row)
+
+        self.problem = QLabel()
+        self.problem.setWordWrap(True)
+        self.problem.setStyleSheet(f"color: {_ERROR_COLOR};")
+        self.problem.setTextInteractionFlags(Qt.TextSelectableByMouse)
+
+        self.export_button = QPushButton("Export")
+        self.export_button.setDefault(True)
+        self.export_button.setToolTip("export the toy model with these ranges (Ctrl+Return)")
+        self.export_button.setShortcut("Ctrl+Return")
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setTextVisible(True)
+        self.progress.setFormat("idle")
+        self.progress.setValue(0)
+        actions = QHBoxLayout()
+        actions.addWidget(self.export_button)
+        actions.addWidget(self.cancel_button)
+        actions.addWidget(self.progress, 1)
+
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+        self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.details_button = QToolButton()
+        self.details_button.setText("Details")
+        self.details_button.setCheckable(True)
+        self.details_button.setToolButtonStyle(Qt.ToolButtonTextBesideIcon)
+        self.details_button.setArrowType(Qt.RightArrow)
+        self.details_button.hide()
+        self.details = QPlainTextEdit()
+        self.details.setReadOnly(True)
+        self.details.setLineWrapMode(QPlainTextEdit.NoWrap)
+        self.details.setMaximumHeight(180)
+        self.details.hide()
+        self.details_button.toggled.connect(self._toggle_details)
+
+        self.compare_box = QGroupBox("Range constraints: before / after")
+        self.compare_table = RangeCompareTable()
+        box = QVBoxLayout(self.compare_box)
+        box.setContentsMargins(4, 4, 4, 4)
+        box.addWidget(self.compare_table)
+        self.compare_box.hide()
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.problem)
+        layout.addLayout(actions)
+        layout.addWidget(self.status)
+        layout.addWidget(self.details_button, 0, Qt.AlignLeft)
+        layout.addWidget(self.details)
+        layout.addWidget(self.compare_box, 1)
+        layout.addStretch(0)
+
+        for dim in (self.batch, self.seq):
+            dim.changed.connect(self.validate)
+        self.output.textChanged.connect(self.validate)
+        self.device.currentIndexChanged.connect(self.validate)
+        self.preset.currentIndexChanged.connect(self._on_preset)
+        self.export_button.clicked.connect(self.start_export)
+        self.cancel_button.clicked.connect(self.cancel)
+
+    # -- the spec --
+    def set_spec(self, spec: ExportSpec) -> None:
+        self.preset.setCurrentIndex(max(0, self.preset.findData(spec.preset)))
+        self.seed.setValue(spec.seed)
+        self.batch.set_values(spec.batch_min, spec.batch_max, spec.example_batch)
+        self.seq.set_values(spec.seq_min, spec.seq_max, spec.example_seq)
+        index = self.device.findData(spec.device)
+        if index < 0:
+            self.device.addItem(spec.device, spec.device)
+            index = self.device.count() - 1
+        self.device.setCurrentIndex(index)
+        self.cache_position.setChecked(spec.cache_position)
+        self.strict.setChecked(spec.strict)
+        self.decompose.setChecked(spec.decompose)
+        self._on_preset()
+
+    def spec(self) -> ExportSpec:
+        b_lo, b_hi, b_ex = self.batch.values()
+        s_lo, s_hi, s_ex = self.seq.values()
+        return ExportSpec(
+            preset=self.preset.currentData(), seed=self.seed.value(),
+            batch_min=b_lo, batch_max=b_hi, example_batch=b_ex,
+            seq_min=s_lo, seq_max=s_hi, example_seq=s_ex,
+            device=self.device.currentData() or "cpu",
+            cache_position=self.cache_position.isChecked(),
+            strict=self.strict.isChecked(), decompose=self.decompose.isChecked(),
+        )
+
+    def problems(self) -> dict[str, str]:
+        """{"batch"|"seq_len"|"spec"|"output": message} for what cannot work."""
+        spec = self.spec()
+        default = ExportSpec()
+        found: dict[str, str] = {}
+        # The spec's own checks, one dimension at a time (the other left at its
+        # default), so each message lands on the row it is about.
+        for key, fields in (("batch", ("batch_min", "batch_max", "example_batch")),
+                            ("seq_len", ("seq_min", "seq_max", "example_seq"))):
+            probe = dataclasses.replace(default, **{f: getattr(spec, f) for f in fields})
+            try:
+                probe.validate()
+            except ExportSpecError as exc:
+                found[key] = str(exc)
+        if not found:
+            try:
+                spec.validate()
+            except ExportSpecError as exc:
+                found["spec"] = str(exc)
+        try:
+            check_output(self.output.text().strip())
+        except InspectorError as exc:
+            found["output"] = str(exc)
+        return found
+
+    def validate(self) -> bool:
+        found = self.problems()
+        self.batch.set_problem(found.get("batch"))
+        self.seq.set_problem(found.get("seq_len"))
+        self.output.setStyleSheet("" if "output" not in found else
+                                  f"QLineEdit {{ border: 1px solid {_ERROR_COLOR}; }}")
+        self.problem.setText("\n".join(found.values()))
+        self.problem.setVisible(bool(found))
+        self.export_button.setEnabled(not found and not self.runner.is_running())
+        return not found
+
+    # -- running --
+    def start_export(self) -> bool:
+        if self.runner.is_running() or not self.validate():
+            return False
+        spec = self.spec()
+        output = str(Path(self.output.text().strip()).expanduser().resolve())
+        self._output = output
+        self._before = self._current_archive()
+        self._clear_outcome()
+        self.compare_box.hide()
+        self.runner.start("export", [*spec.to_argv(), "-o", output],
+                          cleanup=lambda pid: cleanup_partial(output, pid))
+        self._set_running(True)
+        self.progress.setValue(0)
+        self.progress.setFormat("starting…")
+        return True
+
+    def cancel(self) -> None:
+        if self.runner.cancel():
+            self.status.setText("Export cancelled; nothing was written.")
+
+    def shutdown(self) -> None:
+        self.runner.shutdown()
+
+    def _on_progress(self, stage: str, fraction: float) -> None:
+        self.progress.setValue(int(fraction * 1000))
+        self.progress.setFormat(f"{stage}  %p%")
+
+    def _on_result(self, event: dict[str, Any]) -> None:
+        paths = event.get("paths") or [self._output]
+        path = str(paths[0])
+        secs = event.get("seconds")
+        size = event.get("bytes")
+        parts = [f"Exported {Path(path).name}"]
+        if isinstance(size, (int, float)):
+            parts.append(f"{size / 1e6:.1f} MB")
+        if isinstance(secs, (int, float)):
+            parts.append(f"{secs:.1f} s")
+        self.status.setStyleSheet("")
+        self.status.setText(", ".join(parts) + ".")
+        self.progress.setValue(1000)
+        self.progress.setFormat("done")
+        self._show_comparison(self._before, path)
+        if self.window is not None and hasattr(self.window, "open_archive"):
+            self.window.open_archive(path)
+        self.archive_exported.emit(path, event)
+
+    def _on_error(self, message: str, details: str) -> None:
+        self.progress.setFormat("failed")
+        head, fix = split_fix(message)
+        text = f"<b>Export failed:</b> {_html(head)}"
+        if fix:
+            text += f"<br><b>Suggested fix:</b> <code>{_html(fix)}</code>"
+        self.status.setStyleSheet(f"color: {_ERROR_COLOR};")
+        self.status.setText(text)
+        self.details.setPlainText(details or message)
+        self.details_button.show()
+        self.export_failed.emit(message, details)
+
+    def _on_finished(self) -> None:
+        self._set_running(False)
+        if self.progress.format() not in ("done", "failed"):
+            self.progress.setValue(0)
+            self.progress.setFormat("cancelled")
+
+    def _set_running(self, running: bool) -> None:
+        self.cancel_button.setEnabled(running)
+        for w in (self.preset, self.seed, self.batch, self.seq, self.device, self.output,
+                  self.cache_position, self.strict, self.decompose):
+            w.setEnabled(not running)
+        if running:
+            self.export_button.setEnabled(False)
+        else:
+            self.validate()
+
+    def _clear_outcome(self) -> None:
+        self.status.setText("")
+        self.status.setStyleSheet("")
+        self.details.clear()
+        self.details_button.setChecked(False)
+        self.details_button.hide()
+
+    def _toggle_details(self, on: bool) -> None:
+        self.details.setVisible(on)
+        self.details_button.setArrowType(Qt.DownArrow if on else Qt.RightArrow)
+
+    def _show_comparison(self, before: str | None, after: str) -> None:
+        try:
+            new = range_rows(after)
+            old = range_rows(before) if before and Path(before).exists() else []
+        except InspectorError as exc:
+            self.status.setText(self.status.text() + f" (cannot compare ranges: {exc})")
+            return
+        self.compare_table.show_rows(compare(old, new))
+        title = (f"Range constraints: {Path(before).name} → {Path(after).name}" if old
+                 else f"Range constraints of {Path(after).name}")
+        self.compare_box.setTitle(title)
+        self.compare_box.show()
+
+    def _current_archive(self) -> str | None:
+        getter = getattr(self.window, "current_archive_path", None)
+        path = getter() if callable(getter) else self.base_archive
+        return str(path) if path else None
+
+    def _on_preset(self, *_: object) -> None:
+        name = self.preset.currentData() or ""
+        self.preset_note.setText(PRESET_NOTES.get(name, ""))
+        text = self.output.text().strip()
+        # Follow the preset in the default file name, but never rename a user's choice.
+        for other in PRESETS:
+            if text.endswith(f"toy-{other}.pt2") and other != name:
+                self.output.setText(text[: -len(f"toy-{other}.pt2")] + f"toy-{name}.pt2")
+
+    def _browse(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export to", self.output.text(),
+                                              "PyTorch export archives (*.pt2)")
+        if path:
+            self.output.setText(path if path.endswith(".pt2") else path + ".pt2")
+
+
+def check_output(text: str) -> Path:
+    from inspector.jobs.export import check_output as job_check
+
+    if not text:
+        raise ExportSpecError("choose an output file (.pt2)")
+    return job_check(Path(text).expanduser())
+
+
+def split_fix(message: str) -> tuple[str, str | None]:
+    """torch's "...; Suggested fixes: batch = Dim('batch', max=8)" -> (head, fix)."""
+    head, sep, fix = message.partition("Suggested fixes:")
+    if not sep:
+        return message, None
+    return head.rstrip(" ;"), fix.strip() or None
+
+
+def default_output_dir() -> Path:
+    docs = QStandardPaths.writableLocation(QStandardPaths.DocumentsLocation)
+    path = Path(docs) if docs else Path.home()
+    return path if path.is_dir() else Path.home()
+
+
+def _html(text: str) -> str:
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("\n", "<br>"))

@@ -1,0 +1,149 @@
+"""The Dim editor: validation before running, a real tiny export, cancel."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytest  # noqa: E402
+from _panel_helpers import no_leaks, toy_tiny_archive, wait_gone  # noqa: E402,F401
+
+from inspector.core.archive import open_archive  # noqa: E402
+from inspector.ui.export_panel import ExportPanel, split_fix  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def base_archive(tmp_path_factory):
+    return toy_tiny_archive(tmp_path_factory)
+
+
+@pytest.fixture
+def panel(qtbot, no_leaks, tmp_path):
+    p = ExportPanel()
+    qtbot.addWidget(p)
+    p.output.setText(str(tmp_path / "toy-tiny.pt2"))
+    yield p
+    p.shutdown()
+
+
+def _invalid(spin) -> bool:
+    return bool(spin.property("invalid"))
+
+
+def test_default_spec_is_valid(panel):
+    assert panel.validate()
+    assert panel.export_button.isEnabled()
+    assert not panel.problem.isVisible()
+
+
+@pytest.mark.parametrize("edit, row, spin_name, words", [
+    (("seq", "max_spin", 300), "seq_len", "max_spin", "over 256"),
+    (("seq", "min_spin", 300), "seq_len", "min_spin", "min must be <= max"),
+    (("batch", "min_spin", -1), "batch", "min_spin", "cannot be negative"),
+    (("seq", "example_spin", 1), "seq_len", "example_spin", "outside the range"),
+    (("batch", "example_spin", 65), "batch", "example_spin", "outside the range"),
+])
+def test_bad_ranges_are_marked_before_running(qtbot, panel, edit, row, spin_name, words):
+    dim_name, field, value = edit
+    dim = getattr(panel, dim_name)
+    getattr(dim, field).setValue(value)
+    found = panel.problems()
+    assert words in found[row]
+    assert _invalid(getattr(dim, spin_name))
+    other = panel.batch if dim is panel.seq else panel.seq
+    assert not any(_invalid(s) for s in (other.min_spin, other.max_spin, other.example_spin))
+    assert not panel.export_button.isEnabled()
+    assert words in panel.problem.text()
+    # Clicking anyway starts nothing.
+    assert not panel.start_export()
+    assert not panel.runner.is_running()
+    # Fixing it clears the mark.
+    getattr(dim, field).setValue({"max_spin": 64, "min_spin": 2, "example_spin": 8}[field])
+    assert panel.validate(), panel.problems()
+    assert not _invalid(getattr(dim, spin_name))
+    assert panel.export_button.isEnabled()
+
+
+def test_slider_and_spin_boxes_follow_each_other(panel):
+    panel.seq.slider.setValue((4, 100))
+    assert panel.seq.values()[:2] == (4, 100)
+    panel.seq.max_spin.setValue(200)
+    assert tuple(int(v) for v in panel.seq.slider.value()) == (4, 200)
+    assert panel.spec().seq_min == 4 and panel.spec().seq_max == 200
+
+
+def test_output_must_be_a_writable_pt2(panel, tmp_path):
+    panel.output.setText(str(tmp_path / "missing" / "x.pt2"))
+    assert "does not exist" in panel.problems()["output"]
+    panel.output.setText(str(tmp_path / "x.zip"))
+    assert "must end in .pt2" in panel.problems()["output"]
+    assert not panel.export_button.isEnabled()
+
+
+def test_torch_suggested_fix_is_split_out():
+    head, fix = split_fix("torch.export rejected the Dim ranges: Constraints violated "
+                          "(batch)!; Suggested fixes: batch = Dim('batch', max=8)")
+    assert fix == "batch = Dim('batch', max=8)"
+    assert head.endswith("Constraints violated (batch)!")
+
+
+def test_real_tiny_export_from_the_panel(qtbot, panel, tmp_path, base_archive):
+    out = tmp_path / "toy-tiny.pt2"
+    panel.base_archive = str(base_archive)  # exported with seq_len 2:64
+    panel.batch.set_values(1, 8, 2)
+    panel.seq.set_values(2, 32, 8)
+    stages: list[str] = []
+    panel.runner.progress.connect(lambda stage, _f: stages.append(stage))
+    with qtbot.waitSignal(panel.archive_exported, timeout=240_000) as blocker:
+        qtbot.mouseClick(panel.export_button, qtbot_left())
+        assert panel.runner.is_running() and panel.cancel_button.isEnabled()
+        assert not panel.export_button.isEnabled()
+    path, result = blocker.args
+    assert Path(path) == out.resolve() and out.is_file()
+    assert {"export encoder", "export decoder", "save"} <= set(stages)
+    with open_archive(out) as archive:
+        assert sorted(archive.program_names) == ["decoder", "encoder"]
+        ranges = {r.text() for r in archive.program("decoder").range_constraints.values()}
+    assert ranges == {"[1, 8]", "[2, 32]"}
+    qtbot.waitUntil(lambda: not panel.runner.is_running(), timeout=5000)
+    assert panel.export_button.isEnabled() and not panel.cancel_button.isEnabled()
+    # The comparison with the archive that was open: seq_len 2:64 -> 2:32, batch 1:8 kept.
+    assert panel.compare_box.isVisibleTo(panel)
+    rows = {(r[0], r[1]): r[2:] for r in panel.compare_table.rows()}
+    assert rows[("decoder", "input_ids[1]")] == ("[2, 64]", "[2, 32]")
+    assert rows[("decoder", "input_ids[0]")] == ("[1, 8]", "[1, 8]")
+    assert rows[("encoder", "pixel_values[0]")] == ("[1, 8]", "[1, 8]")
+    assert "Exported toy-tiny.pt2" in panel.status.text()
+
+
+def test_cancel_ends_the_child_and_writes_nothing(qtbot, panel, tmp_path):
+    out = tmp_path / "toy-tiny.pt2"
+    saw: list[str] = []
+
+    def on_progress(stage: str, _fraction: float) -> None:
+        saw.append(stage)
+        if stage == "save":  # the child is writing its partial folder now
+            pid.append(panel.runner.pid())
+            t0.append(time.monotonic())
+            panel.cancel()
+
+    pid: list[int] = []
+    t0: list[float] = []
+    panel.runner.progress.connect(on_progress)
+    with qtbot.waitSignal(panel.runner.cancelled, timeout=240_000):
+        assert panel.start_export()
+    assert not wait_gone({pid[0]}, timeout=1.0), "export child still running 1 s after cancel"
+    assert time.monotonic() - t0[0] < 1.5
+    assert "cancelled" in panel.status.text()
+    assert panel.export_button.isEnabled()
+    qtbot.waitUntil(lambda: not any(tmp_path.iterdir()), timeout=2000)
+    assert not out.exists()
+
+
+def qtbot_left():
+    from PySide6.QtCore import Qt
+
+    return Qt.LeftButton
