@@ -1,0 +1,132 @@
+"""Real archives for the audit and retarget tests (torch runs here, in tests only).
+
+Each builder exports once and caches the file under the session's base temp
+folder, so test modules that need the same archive share one export.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+DEVICE_REPR = re.compile(r"device\(type='(\w+)'(?:, index=(\d+))?\)")
+
+
+def _cached(root: Path, name: str, build: Any) -> Path:
+    path = root / name
+    if not path.exists():
+        tmp = path.with_suffix(".tmp.pt2")
+        build(tmp)
+        tmp.replace(path)
+    return path
+
+
+def device_model_archive(root: Path) -> Path:
+    """Creation ops and copies with baked-in devices, a buffer, a lifted constant,
+    a dynamic batch dim."""
+
+    def build(path: Path) -> None:
+        import torch
+
+        class Devices(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.lin = torch.nn.Linear(4, 4)
+                self.register_buffer("buf", torch.ones(4))
+                self.table = torch.tensor([1.0, 2.0, 3.0, 4.0])  # lifted constant
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                n = x.shape[0]
+                pos = torch.arange(n, device="cpu")
+                y = self.lin(x) + self.buf + self.table
+                z = torch.zeros(n, 4, device=torch.device("cpu"))
+                w = torch.full((n, 4), 0.5, device="cpu")
+                return (y + z + w).to("cpu") + pos[:, None].to(torch.float32)
+
+        batch = torch.export.Dim("batch", min=2, max=64)
+        ep = torch.export.export(Devices(), (torch.randn(3, 4),), dynamic_shapes=({0: batch},))
+        torch.export.save(ep, str(path))
+
+    return _cached(root, "devices.pt2", build)
+
+
+def cond_archive(root: Path) -> Path:
+    """A torch.cond program (nested subgraphs), no device literals."""
+
+    def build(path: Path) -> None:
+        import torch
+
+        class Cond(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.lin = torch.nn.Linear(3, 3)
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                return torch.cond(x.sum() > 0, lambda t: self.lin(t).relu(),
+                                  lambda t: t.cos(), (x,))
+
+        batch = torch.export.Dim("batch", min=2, max=32)
+        ep = torch.export.export(Cond(), (torch.randn(4, 3),), dynamic_shapes=({0: batch},))
+        torch.export.save(ep, str(path))
+
+    return _cached(root, "cond.pt2", build)
+
+
+def two_program_archive(root: Path) -> Path:
+    """Two programs in one archive (package_pt2), one with a device literal."""
+
+    def build(path: Path) -> None:
+        import torch
+        from torch.export.pt2_archive._package import package_pt2
+
+        class First(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.lin = torch.nn.Linear(4, 2)
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                return self.lin(x).sigmoid()
+
+        class Second(torch.nn.Module):
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                return x * torch.ones(x.shape[1], device="cpu")
+
+        batch = torch.export.Dim("batch", min=2, max=32)
+        first = torch.export.export(First(), (torch.randn(3, 4),), dynamic_shapes=({0: batch},))
+        second = torch.export.export(Second(), (torch.randn(3, 5),), dynamic_shapes=({0: batch},))
+        package_pt2(str(path), exported_programs={"first": first, "second": second})
+
+    return _cached(root, "two.pt2", build)
+
+
+def toy_archive(root: Path) -> Path:
+    """The seed's toy model (tiny preset) exported on CPU: encoder + decoder."""
+
+    def build(path: Path) -> None:
+        from inspector.jobs.export import export_archive
+        from inspector.jobs.spec import ExportSpec
+
+        export_archive(ExportSpec(), path)
+
+    return _cached(root, "toy.pt2", build)
+
+
+def torch_programs(path: Path) -> dict[str, Any]:
+    """Load every program of an archive with torch (tests only)."""
+    import torch
+    import transformers  # noqa: F401 - registers the toy encoder's output pytree type
+    from torch.export.pt2_archive._package import load_pt2
+
+    programs = load_pt2(str(path)).exported_programs
+    if not programs:
+        programs = {"model": torch.export.load(str(path))}
+    return programs
+
+
+def readable(ep: Any) -> str:
+    """print_readable text with each device written one way: move_to_device_pass
+    puts strings ('meta') where a loaded program has torch.device objects."""
+    text = ep.graph_module.print_readable(print_output=False)
+    return DEVICE_REPR.sub(
+        lambda m: repr(m.group(1) + (f":{m.group(2)}" if m.group(2) else "")), text)
