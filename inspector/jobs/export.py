@@ -116,9 +116,11 @@ def export_archive(
         programs = {name: ep.run_decompositions() for name, ep in programs.items()}
     del model, decoder
 
-    stage("save", 0.8)
     extra = {EXTRA_RECORD: json.dumps(describe(spec, config, programs, torch), indent=1)}
-    paths = _write_atomically(torch, out, programs, extra, separate)
+    # "save" is reported once the partial folder exists, so a parent that cancels on
+    # it exercises the cleanup of half-written files.
+    paths = _write_atomically(torch, out, programs, extra, separate,
+                              on_staging=lambda: stage("save", 0.8))
     say.progress("done", 1.0)
     marks = list(timings.items())
     stage_s = {name: round(marks[i + 1][1] - t, 3) if i + 1 < len(marks) else
@@ -238,13 +240,15 @@ def _first_line(text: str) -> str:
 
 
 def _write_atomically(torch: Any, out: Path, programs: dict[str, Any], extra: dict[str, str],
-                      separate: bool) -> list[Path]:
+                      separate: bool, on_staging: Any = None) -> list[Path]:
     from torch.export.pt2_archive._package import package_pt2
 
     tmp = partial_dir(out, os.getpid())
     finals = separate_paths(out) if separate else {"": out}
     try:
         tmp.mkdir()
+        if on_staging:
+            on_staging()
         staged: list[tuple[Path, Path]] = []
         for name, final in finals.items():
             # Staged under the final file name: the archive's top folder is named

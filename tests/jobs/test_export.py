@@ -1,0 +1,166 @@
+"""The export job in a real child process (tiny preset), and the `export` CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from inspector.core.archive import open_archive
+from inspector.jobs.runner import Job, child_env, cleanup_partial
+from inspector.jobs.spec import ExportSpec, ExportSpecError, parse_range, partial_dir
+
+from jobs_helpers import run_events
+
+STAGES = ["import torch", "build model", "export encoder", "export decoder", "save", "done"]
+
+
+def test_events_arrive_in_order(tiny_export):
+    out, events = tiny_export
+    kinds = [e["event"] for e in events]
+    assert kinds[-1] == "result" and "error" not in kinds
+    progress = [e for e in events if e["event"] == "progress"]
+    assert [e["stage"] for e in progress] == STAGES
+    fractions = [e["fraction"] for e in progress]
+    assert fractions == sorted(fractions) and fractions[0] == 0.0 and fractions[-1] == 1.0
+    result = events[-1]
+    assert result["paths"] == [str(out)]
+    assert result["programs"] == ["decoder", "encoder"]
+    assert result["bytes"] == out.stat().st_size
+    assert result["ranges"] == {"batch": [1, 16], "seq_len": [2, 64]}
+
+
+def test_archive_holds_both_programs_and_the_ranges(tiny_archive):
+    with open_archive(tiny_archive) as ar:
+        assert ar.program_names == ["decoder", "encoder"]
+        # The archive's top folder is named after the file (staged under its final name).
+        assert ar.top == "toy-tiny/"
+        dec = ar.program_json("decoder")["range_constraints"]
+        enc = ar.program_json("encoder")["range_constraints"]
+        info = json.loads(ar.read_extra("pt2_inspector.json"))
+    assert sorted((r["min_val"], r["max_val"]) for r in dec.values()) == [(1, 16), (2, 64)]
+    assert [(r["min_val"], r["max_val"]) for r in enc.values()] == [(1, 16)]
+    assert info["spec"]["batch_min"] == 1 and info["spec"]["seq_max"] == 64
+    assert info["toy_config"]["encoder"]["hidden_size"] == 64
+    assert info["toy_config"]["decoder"]["vocab_size"] == 1024
+    assert info["programs"]["decoder"]["inputs"] == ["input_ids", "encoder_hidden_states"]
+    # and nothing was left beside it
+    assert [p.name for p in tiny_archive.parent.iterdir()] == [tiny_archive.name]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"batch_min": 5, "batch_max": 2}, "batch range 5:2 is empty"),
+        ({"batch_min": -1}, "batch min is -1"),
+        ({"seq_max": 300}, "seq_len max is 300, over 256"),
+        ({"example_seq": 100, "seq_max": 64}, "example seq_len size 100 is outside the range 2:64"),
+        ({"example_batch": 0}, "example batch size 0 is outside the range 1:64"),
+        ({"preset": "huge"}, "unknown preset 'huge'"),
+        ({"device": "gpu0"}, "bad export device 'gpu0'"),
+    ],
+)
+def test_bad_specs_are_refused_before_torch(kwargs, message):
+    with pytest.raises(ExportSpecError, match=message.replace("(", r"\(")):
+        ExportSpec(**kwargs).validate()
+
+
+def test_range_parsing():
+    assert parse_range("--batch", "1:64") == (1, 64)
+    assert parse_range("--batch", "8") == (8, 8)
+    with pytest.raises(ExportSpecError, match="not MIN:MAX"):
+        parse_range("--batch", "1-64")
+
+
+def test_spec_round_trips_through_argv():
+    from inspector.jobs.export import add_arguments
+    from inspector.jobs.__main__ import _Parser
+
+    spec = ExportSpec(batch_min=2, batch_max=9, seq_min=3, seq_max=40, example_batch=3,
+                      example_seq=5, cache_position=True, decompose=True)
+    parser = _Parser()
+    add_arguments(parser)
+    assert ExportSpec.from_args(parser.parse_args([*spec.to_argv(), "-o", "x.pt2"])) == spec
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "inspector", *args], capture_output=True,
+                          text=True, cwd=cwd, env=child_env(), timeout=120)
+
+
+def test_cli_bad_spec_exits_2_and_writes_nothing(tmp_path):
+    proc = _cli("export", "--seq-len", "2:512", "-o", "out.pt2", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: seq_len max is 512") and "Traceback" not in proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_torch_constraint_error_keeps_suggested_fix(tmp_path):
+    # Example batch 1 passes our checks (inside 1:64) but torch specializes it.
+    out = tmp_path / "x.pt2"
+    events, code = run_events("export", ["--example-batch", "1", "-o", str(out)])
+    assert code == 1
+    err = events[-1]
+    assert err["event"] == "error"
+    assert "Constraints violated (batch)" in err["message"]
+    assert "Suggested fixes: batch = 1" in err["message"]
+    assert "Suggested fixes" in err["details"]  # torch's whole text, one click away
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cancel_during_save_leaves_nothing_and_keeps_the_earlier_file(tmp_path):
+    out = tmp_path / "keep.pt2"
+    out.write_bytes(b"earlier archive")
+    child = Job("export", ["-o", str(out)])
+    for event in child.events():
+        if event["event"] == "progress" and event["stage"] == "save":
+            break  # the child is now writing into its partial folder
+    assert partial_dir(out, child.pid).parent == tmp_path
+    t0 = time.monotonic()
+    code = child.cancel()  # SIGTERM: the child removes its partial folder itself
+    elapsed = time.monotonic() - t0
+    assert code != 0
+    assert elapsed < 1.0, f"cancel took {elapsed:.2f} s"
+    assert out.read_bytes() == b"earlier archive"
+    assert [p.name for p in tmp_path.iterdir()] == ["keep.pt2"]
+
+
+def test_kill_then_cleanup_partial(tmp_path):
+    """SIGKILL gives the child no chance to clean up: the parent removes the folder."""
+    out = tmp_path / "x.pt2"
+    staged = partial_dir(out, 4242)
+    staged.mkdir()
+    (staged / "x.pt2").write_bytes(b"half")
+    cleanup_partial(out, 4242)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_separate_files_and_cache_position(tmp_path):
+    out = tmp_path / "toy.pt2"
+    events, code = run_events("export", ["--separate", "--cache-position", "--batch", "1:4",
+                                         "--seq-len", "2:32", "-o", str(out)])
+    assert code == 0, events[-1]
+    enc, dec = tmp_path / "toy-encoder.pt2", tmp_path / "toy-decoder.pt2"
+    assert events[-1]["paths"] == [str(enc), str(dec)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["toy-decoder.pt2", "toy-encoder.pt2"]
+    with open_archive(dec) as ar:
+        assert ar.program_names == ["model"]  # torch.export.save's layout, as in the blog
+        doc = ar.program_json("model")
+        info = json.loads(ar.read_extra("pt2_inspector.json"))
+    inputs = [s for s in doc["graph_module"]["signature"]["input_specs"] if "user_input" in s]
+    assert len(inputs) == 3  # input_ids, encoder_hidden_states, cache_position
+    assert info["spec"]["cache_position"] is True
+    assert sorted((r["min_val"], r["max_val"]) for r in doc["range_constraints"].values()) == [
+        (1, 4), (2, 32)]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="signals")
+def test_export_without_output_folder_is_a_clear_error(tmp_path):
+    proc = _cli("export", "-o", str(tmp_path / "missing" / "x.pt2"), cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "does not exist" in proc.stderr
