@@ -1,11 +1,92 @@
-"""Default command: open the window (Qt imported only here)."""
+"""Default command: open the window (Qt imported only here).
+
+`--screenshot PNG [FILE]` renders the window offscreen once every archive has
+been read, writes the PNG and exits 0 (docs, tests, CI).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+from pathlib import Path
 
 from inspector.core.errors import InspectorError
 
 
+def _demo_path() -> Path:
+    try:
+        from inspector.resources import demo_archive
+    except ImportError:  # resources module not there: the checkout layout
+        return Path(__file__).resolve().parents[2] / "resources" / "demo" / "toy-tiny.pt2"
+    return demo_archive()
+
+
 def run(args: argparse.Namespace) -> int:
-    raise InspectorError("the window is not built yet; use `pt2-inspector info FILE` or `list FILE`")
+    files = [Path(f) for f in getattr(args, "files", []) or []]
+    if getattr(args, "demo", False):
+        files.insert(0, _demo_path())
+    screenshot = getattr(args, "screenshot", None)
+    if screenshot:
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+        out = Path(screenshot)
+        if out.suffix.lower() != ".png":
+            raise InspectorError(f"--screenshot writes a PNG: {out} does not end in .png")
+        if not out.parent.exists():
+            raise InspectorError(f"cannot write {out} (folder {out.parent} does not exist)")
+    for f in files:
+        if not f.exists():
+            raise InspectorError(f"cannot open {f} (no such file)")
+
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from inspector.ui.main_window import MainWindow
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("PT2 Inspector")
+    app.setOrganizationName("pt2-inspector")
+    try:
+        from inspector.ui.app_icon import set_desktop_identity
+
+        set_desktop_identity(app)
+    except Exception:  # a missing icon must never stop the window
+        pass
+    window = MainWindow()
+    if screenshot:
+        return _screenshot(app, window, files, Path(screenshot))
+    window.show()
+    for f in files:
+        window.open_archive(f)
+    del QTimer
+    return app.exec()
+
+
+def _screenshot(app, window, files: list[Path], out: Path) -> int:
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    window.resize(1500, 900)
+    window.show()
+    for f in files:
+        window.open_archive(f)
+    loop = QEventLoop()
+    window.loadsFinished.connect(loop.quit)
+    QTimer.singleShot(120_000, loop.quit)  # never hang a CI job
+    if window.is_loading():
+        loop.exec()
+    for _ in range(5):
+        app.processEvents()
+    if window.last_error is not None:
+        window.last_error.close()
+    tab = window.current_tab()
+    if tab is not None and tab.search.text() == "" and tab.view is not None:
+        # a meaningful first screen: the baked devices, like a user's first search
+        tab.search.set_text("cpu")
+        if tab.result and tab.result.lines:
+            tab.next_match()
+    app.processEvents()
+    pixmap = window.grab()
+    if not pixmap.save(str(out), "PNG"):
+        raise InspectorError(f"cannot write {out}")
+    window.close()
+    return 0

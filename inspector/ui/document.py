@@ -1,0 +1,251 @@
+"""What the window knows about an opened archive, built off the GUI thread.
+
+`build_program_view` does all per-program work (parse, listing, search index,
+users of each value, module tree data, weight rows) in a worker, so the window
+only ever swaps in finished objects. No Qt here except the small worker classes
+at the bottom.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, QRunnable, Signal
+
+from inspector.core.archive import Archive, open_archive
+from inspector.core.errors import InspectorError
+from inspector.core.frames import parse_module_stack
+from inspector.core.listing import CLASS, RETURN, Listing, render_listing
+from inspector.core.program import DTYPE_ITEMSIZE, DTYPE_NAMES, Node, Program
+from inspector.core.search import SearchIndex
+
+
+@dataclass
+class WeightRow:
+    fqn: str
+    kind: str  # parameter / buffer / constant
+    shape: str
+    dtype: str
+    device: str
+    nbytes: int | None
+    record: str
+    pickled: bool
+    shared_with: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ModuleInfo:
+    path: str
+    cls: str
+    count: int = 0  # nodes directly inside (innermost module == this one)
+
+
+@dataclass
+class ProgramView:
+    name: str
+    program: Program
+    listing: Listing
+    index: SearchIndex
+    line_graph: list[str]  # line -> name of the graph it belongs to
+    users: dict[tuple[str, str], list[int]]  # (graph, value) -> lines reading it
+    modules: dict[str, ModuleInfo]  # path -> info (ancestors included)
+    weights: list[WeightRow]
+    seconds: float = 0.0
+
+    @property
+    def node_count(self) -> int:
+        return self.program.node_count
+
+    def node_at(self, line: int) -> Node | None:
+        return self.listing.node_at(line)
+
+    def graph_at(self, line: int) -> str:
+        return self.line_graph[line] if 0 <= line < len(self.line_graph) else ""
+
+    def definition_line(self, name: str, line: int) -> int | None:
+        return self.listing.definitions.get((self.graph_at(line), name))
+
+    def users_of(self, name: str, line: int) -> list[int]:
+        return self.users.get((self.graph_at(line), name), [])
+
+    def module_lines(self, path: str) -> list[int]:
+        """Lines of the nodes inside module `path` (its submodules included)."""
+        table = self.index.keys["module"]
+        prefix = path + "."
+        lines: set[int] = set()
+        for key, lst in table.items():
+            if key in self.modules and (key == path or key.startswith(prefix) or not path):
+                lines.update(lst)
+        return sorted(lines)
+
+
+@dataclass
+class ArchiveDoc:
+    path: Path
+    archive: Archive
+    views: dict[str, ProgramView] = field(default_factory=dict)
+
+    @property
+    def program_names(self) -> list[str]:
+        return self.archive.program_names
+
+
+def build_program_view(archive: Archive, name: str) -> ProgramView:
+    import time
+
+    t0 = time.perf_counter()
+    program = archive.program(name)
+    listing = render_listing(program)
+    index = SearchIndex(listing)
+    view = ProgramView(name, program, listing, index, _line_graphs(program, listing),
+                       _users(program, listing), _modules(program), _weights(archive, name, program))
+    view.seconds = time.perf_counter() - t0
+    return view
+
+
+def open_document(path: str | Path, program: str | None = None) -> tuple[ArchiveDoc, ProgramView | None]:
+    archive = open_archive(path)
+    doc = ArchiveDoc(Path(path), archive)
+    names = archive.program_names
+    if not names:
+        return doc, None
+    first = program if program in names else _preferred(names)
+    view = build_program_view(archive, first)
+    doc.views[first] = view
+    return doc, view
+
+
+def _preferred(names: list[str]) -> str:
+    # "model" is torch.export.save's default; the toy archive leads with its decoder
+    for n in ("model", "decoder"):
+        if n in names:
+            return n
+    return names[0]
+
+
+def _line_graphs(program: Program, listing: Listing) -> list[str]:
+    """Each CLASS line starts the next graph in walk order (render order)."""
+    graphs = [g.name for g in program.graphs()]
+    out: list[str] = []
+    current, k = "", -1
+    for kind in listing.kinds:
+        if kind == CLASS:
+            k += 1
+            current = graphs[k] if k < len(graphs) else current
+        out.append(current)
+    return out
+
+
+def _users(program: Program, listing: Listing) -> dict[tuple[str, str], list[int]]:
+    users: dict[tuple[str, str], list[int]] = {}
+    for graph in program.graphs():
+        gname = graph.name
+        for node in graph.nodes:
+            line = listing.line_of(node)
+            if line is None:
+                continue
+            for name in set(node.input_names()):
+                users.setdefault((gname, name), []).append(line)
+    # the return statement of each graph reads its outputs
+    returns = [i for i, k in enumerate(listing.kinds) if k == RETURN]
+    for graph, line in zip(program.graphs(), returns):
+        for out in graph.outputs:
+            for name in out.tensor_names():
+                users.setdefault((graph.name, name), []).append(line)
+    return users
+
+
+def _modules(program: Program) -> dict[str, ModuleInfo]:
+    modules: dict[str, ModuleInfo] = {}
+    seen: dict[str, tuple] = {}
+    for node in program.all_nodes():
+        text = node.nn_module_stack
+        if not text:
+            continue
+        entries = seen.get(text)
+        if entries is None:
+            entries = seen[text] = parse_module_stack(text)
+        for e in entries:
+            if e.path not in modules:
+                modules[e.path] = ModuleInfo(e.path, e.class_name)
+        if entries:
+            modules[entries[-1].path].count += 1
+    return modules
+
+
+def _weights(archive: Archive, name: str, program: Program) -> list[WeightRow]:
+    kinds = {s.target: s.kind for s in program.input_specs if s.target}
+    rows: list[WeightRow] = []
+    for which in ("weights", "constants"):
+        try:
+            config = archive.payload_config(name, which)
+        except InspectorError:
+            continue
+        for fqn, entry in (config or {}).items():
+            if not isinstance(entry, dict):
+                continue
+            meta = entry.get("tensor_meta") or {}
+            rows.append(_weight_row(fqn, entry, meta, kinds.get(fqn, which[:-1])))
+    by_record: dict[str, list[WeightRow]] = {}
+    for row in rows:
+        if row.record:
+            by_record.setdefault(row.record, []).append(row)
+    for group in by_record.values():
+        if len(group) > 1:
+            for row in group:
+                row.shared_with = [r.fqn for r in group if r is not row]
+    return rows
+
+
+def _weight_row(fqn: str, entry: dict[str, Any], meta: dict[str, Any], kind: str) -> WeightRow:
+    sizes = []
+    for s in meta.get("sizes") or []:
+        if isinstance(s, dict) and "as_int" in s:
+            sizes.append(s["as_int"])
+        else:
+            sizes.append("?")
+    dtype = meta.get("dtype") if isinstance(meta.get("dtype"), int) else 0
+    dev = meta.get("device") or {}
+    device = str(dev.get("type", "?")) if isinstance(dev, dict) else "?"
+    if isinstance(dev, dict) and dev.get("index") is not None:
+        device += f":{dev['index']}"
+    nbytes: int | None = DTYPE_ITEMSIZE.get(dtype)
+    for s in sizes:
+        nbytes = nbytes * s if (nbytes is not None and isinstance(s, int)) else None
+    return WeightRow(
+        fqn=fqn, kind=kind, shape="[" + ", ".join(str(s) for s in sizes) + "]",
+        dtype=DTYPE_NAMES.get(dtype, f"dtype{dtype}"), device=device, nbytes=nbytes,
+        record=str(entry.get("path_name", "")), pickled=bool(entry.get("use_pickle")),
+    )
+
+
+# --- workers ------------------------------------------------------------------
+
+class _Signals(QObject):
+    finished = Signal(object)  # the task's result
+    failed = Signal(str, str)  # message, details
+
+
+class Task(QRunnable):
+    """Runs `fn()` on the thread pool; InspectorError -> failed(message, details),
+    anything else -> failed("internal error ...", traceback)."""
+
+    def __init__(self, fn, *args: Any) -> None:
+        super().__init__()
+        self.fn, self.args = fn, args
+        self.signals = _Signals()
+        self.setAutoDelete(True)
+
+    def run(self) -> None:
+        try:
+            result = self.fn(*self.args)
+        except InspectorError as exc:
+            self.signals.failed.emit(str(exc), traceback.format_exc())
+        except Exception as exc:  # a bug of ours: still a message, details kept
+            self.signals.failed.emit(f"internal error: {type(exc).__name__}: {exc}",
+                                     traceback.format_exc())
+        else:
+            self.signals.finished.emit(result)

@@ -1,0 +1,359 @@
+"""The listing: a virtualized code view that paints only the visible lines.
+
+A 100,000-node program is ~200,000 lines; a QTextDocument (or one widget per
+line) of that size takes tens of seconds and hundreds of MB to lay out. Here
+the scroll area's vertical value *is* the first visible line, every paint draws
+the ~60 visible lines with a fixed-width font, and highlighting is computed for
+those lines only (highlight.LineCache).
+
+Layers per line, back to front: related-lines background (module selection,
+users of a value, nodes of a source line), search-match background, current line,
+search spans, text. The gutter shows line numbers and audit marks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+from PySide6.QtCore import QPoint, QPointF, QRect, QRectF, Qt, Signal
+from PySide6.QtGui import (
+    QFontMetricsF,
+    QKeyEvent,
+    QMouseEvent,
+    QPainter,
+    QPaintEvent,
+    QResizeEvent,
+    QWheelEvent,
+)
+from PySide6.QtWidgets import QAbstractScrollArea, QWidget
+
+from inspector.ui.highlight import LineCache
+from inspector.ui.theme import Theme, code_font, current_theme
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_MARK_WIDTH = 14  # gutter column for audit marks
+
+
+class ListingView(QAbstractScrollArea):
+    """Signals carry 0-based listing lines."""
+
+    currentLineChanged = Signal(int)
+    definitionRequested = Signal(str, int)  # word, line (Ctrl+click / F12)
+    usersRequested = Signal(str, int)  # word, line (Shift+F12)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("listingView")
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
+        self.viewport().setMouseTracking(True)
+        self.viewport().setCursor(Qt.CursorShape.IBeamCursor)
+        self._lines: list[str] = []
+        self._cache = LineCache([])
+        self._max_len = 0
+        self._current = -1
+        self._marks: dict[int, str] = {}
+        self._related: set[int] = set()
+        self._match_lines: set[int] = set()
+        self._match_spans: Callable[[str], list[tuple[int, int]]] | None = None
+        self._current_match = -1
+        self._is_definition: Callable[[str, int], bool] = lambda word, line: False
+        self.theme: Theme = current_theme()
+        self.setFont(code_font())
+        self._update_metrics()
+
+    # -- content --
+    def set_lines(self, lines: list[str]) -> None:
+        self._lines = lines
+        self._cache = LineCache(lines)
+        # the widest line sets the horizontal range (one pass, ~10 ms at 200k lines)
+        self._max_len = max(map(len, lines), default=0)
+        self._current = -1
+        self._marks = {}
+        self._related = set()
+        self._match_lines = set()
+        self._match_spans = None
+        self._current_match = -1
+        self.verticalScrollBar().setValue(0)
+        self.horizontalScrollBar().setValue(0)
+        self._update_scrollbars()
+        self.viewport().update()
+
+    def line_count(self) -> int:
+        return len(self._lines)
+
+    def line_text(self, line: int) -> str:
+        return self._lines[line] if 0 <= line < len(self._lines) else ""
+
+    def set_theme(self, theme: Theme) -> None:
+        self.theme = theme
+        self.viewport().update()
+
+    def set_definition_test(self, test: Callable[[str, int], bool]) -> None:
+        """`test(word, line)`: whether Ctrl+hover should show `word` as a link."""
+        self._is_definition = test
+
+    # -- decorations --
+    def set_line_marks(self, lines: dict[int, str]) -> None:
+        """Gutter marks: line -> severity ("error", "warning", "info")."""
+        self._marks = dict(lines)
+        self._update_metrics()
+        self.viewport().update()
+
+    def line_marks(self) -> dict[int, str]:
+        return dict(self._marks)
+
+    def set_related_lines(self, lines: Iterable[int]) -> None:
+        self._related = set(lines)
+        self.viewport().update()
+
+    def related_lines(self) -> set[int]:
+        return set(self._related)
+
+    def set_matches(self, lines: Iterable[int],
+                    spans: Callable[[str], list[tuple[int, int]]] | None,
+                    current: int = -1) -> None:
+        self._match_lines = set(lines)
+        self._match_spans = spans
+        self._current_match = current
+        self.viewport().update()
+
+    def set_current_match(self, line: int) -> None:
+        self._current_match = line
+        self.viewport().update()
+
+    # -- cursor --
+    def current_line(self) -> int:
+        return self._current
+
+    def set_current_line(self, line: int, center: bool = False, emit: bool = True) -> None:
+        if not self._lines:
+            return
+        line = max(0, min(line, len(self._lines) - 1))
+        changed = line != self._current
+        self._current = line
+        self.ensure_visible(line, center)
+        self.viewport().update()
+        if changed and emit:
+            self.currentLineChanged.emit(line)
+
+    def ensure_visible(self, line: int, center: bool = False) -> None:
+        bar = self.verticalScrollBar()
+        first, rows = bar.value(), self._visible_rows()
+        if center and not (first <= line < first + rows - 1):
+            bar.setValue(max(0, line - rows // 3))
+        elif line < first:
+            bar.setValue(line)
+        elif line >= first + rows - 1:
+            bar.setValue(line - rows + 2)
+
+    def ensure_columns_visible(self, start: int, end: int) -> None:
+        """Scroll horizontally so columns [start, end) show (a match far right)."""
+        bar = self.horizontalScrollBar()
+        width = self.viewport().width() - self._gutter - 8
+        x0, x1 = start * self._cw, end * self._cw
+        if x0 < bar.value() or x1 > bar.value() + width:
+            bar.setValue(int(max(0.0, x0 - width / 3)))
+
+    def first_visible_line(self) -> int:
+        return self.verticalScrollBar().value()
+
+    def visible_range(self) -> range:
+        first = self.first_visible_line()
+        return range(first, min(len(self._lines), first + self._visible_rows() + 1))
+
+    def word_at(self, line: int, column: int) -> str | None:
+        text = self.line_text(line)
+        for m in _WORD.finditer(text):
+            if m.start() <= column < m.end():
+                return m.group(0)
+        return None
+
+    def word_at_cursor(self) -> str | None:
+        """The name the cursor line defines (its first word), for F12 on a line."""
+        text = self.line_text(self._current).strip()
+        m = _WORD.match(text)
+        return m.group(0) if m else None
+
+    # -- geometry --
+    def _update_metrics(self) -> None:
+        fm = QFontMetricsF(self.font())
+        self._cw = fm.horizontalAdvance("M")
+        self._lh = max(1.0, fm.lineSpacing())
+        self._ascent = fm.ascent()
+        digits = max(4, len(str(max(1, len(self._lines)))))
+        self._gutter = int(digits * self._cw + _MARK_WIDTH + 14)
+        self.setViewportMargins(0, 0, 0, 0)
+
+    def _visible_rows(self) -> int:
+        return max(1, int(self.viewport().height() / self._lh))
+
+    def _update_scrollbars(self) -> None:
+        self._update_metrics()
+        rows = self._visible_rows()
+        v = self.verticalScrollBar()
+        v.setRange(0, max(0, len(self._lines) - rows + 1))
+        v.setPageStep(rows)
+        v.setSingleStep(1)
+        h = self.horizontalScrollBar()
+        text_width = self.viewport().width() - self._gutter
+        h.setRange(0, max(0, int(self._max_len * self._cw + 2 * self._cw - text_width)))
+        h.setPageStep(max(1, text_width))
+        h.setSingleStep(int(self._cw * 4))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self._update_scrollbars()
+
+    def scrollContentsBy(self, dx: int, dy: int) -> None:  # noqa: N802
+        self.viewport().update()
+
+    def line_at(self, pos: QPoint) -> int:
+        return self.first_visible_line() + int(pos.y() / self._lh)
+
+    def column_at(self, pos: QPoint) -> int:
+        x = pos.x() - self._gutter + self.horizontalScrollBar().value() - 4
+        return int(x / self._cw) if x >= 0 else -1
+
+    def line_rect(self, line: int) -> QRect:
+        y = int((line - self.first_visible_line()) * self._lh)
+        return QRect(0, y, self.viewport().width(), int(self._lh))
+
+    # -- painting --
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802
+        theme = self.theme
+        p = QPainter(self.viewport())
+        p.setFont(self.font())
+        rect = self.viewport().rect()
+        p.fillRect(rect, theme.background)
+        gutter = self._gutter
+        lh, cw, asc = self._lh, self._cw, self._ascent
+        xoff = self.horizontalScrollBar().value()
+        text_x0 = gutter + 4 - xoff
+        width = rect.width()
+        first_col = max(0, int(xoff / cw) - 1)
+        last_col = first_col + int((width - gutter) / cw) + 3
+        tokens = theme.tokens
+        default_pen = theme.text
+        for row, line in enumerate(self.visible_range()):
+            y = row * lh
+            band = QRectF(gutter, y, width - gutter, lh)
+            if line in self._related:
+                p.fillRect(band, theme.related_line)
+            if line in self._match_lines:
+                p.fillRect(band, theme.match_line)
+            if line == self._current:
+                p.fillRect(band, theme.current_line)
+            text = self._lines[line]
+            if line in self._match_lines and self._match_spans is not None:
+                color = theme.current_match_bg if line == self._current_match else theme.match_bg
+                for s, e in self._match_spans(text):
+                    if e < first_col or s > last_col:
+                        continue
+                    p.fillRect(QRectF(text_x0 + s * cw, y, (e - s) * cw, lh), color)
+            base = y + asc
+            pos = first_col
+            visible_end = min(len(text), last_col)
+            for s, e, cat in self._cache.spans(line):
+                if e <= pos:
+                    continue
+                if s >= visible_end:
+                    break
+                if s > pos:  # uncoloured text before this span
+                    p.setPen(default_pen)
+                    p.drawText(QPointF(text_x0 + pos * cw, base), text[pos:s])
+                start, end = max(s, pos), min(e, visible_end)
+                p.setPen(tokens.get(cat, default_pen))
+                p.drawText(QPointF(text_x0 + start * cw, base), text[start:end])
+                pos = end
+            if pos < visible_end:
+                p.setPen(default_pen)
+                p.drawText(QPointF(text_x0 + pos * cw, base), text[pos:visible_end])
+        self._paint_gutter(p, rect.height())
+        p.end()
+
+    def _paint_gutter(self, p: QPainter, height: int) -> None:
+        theme = self.theme
+        gutter, lh = self._gutter, self._lh
+        p.fillRect(QRectF(0, 0, gutter, height), theme.gutter_bg)
+        p.setPen(theme.gutter_text.darker(115) if not theme.dark else theme.gutter_text)
+        p.drawLine(gutter - 1, 0, gutter - 1, height)
+        num_right = gutter - _MARK_WIDTH - 8
+        p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+        for row, line in enumerate(self.visible_range()):
+            y = row * lh
+            p.setPen(theme.text if line == self._current else theme.gutter_text)
+            p.drawText(QRectF(0, y, num_right, lh),
+                       Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, str(line + 1))
+            sev = self._marks.get(line)
+            if sev:
+                color = theme.severity.get(sev, theme.severity["info"])
+                d = min(lh - 6, 9.0)
+                p.setPen(Qt.PenStyle.NoPen)
+                p.setBrush(color)
+                p.drawEllipse(QRectF(gutter - _MARK_WIDTH - 2 + (_MARK_WIDTH - d) / 2,
+                                     y + (lh - d) / 2, d, d))
+                p.setBrush(Qt.BrushStyle.NoBrush)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing, False)
+
+    # -- input --
+    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802
+        if event.button() != Qt.MouseButton.LeftButton:
+            return super().mousePressEvent(event)
+        pos = event.position().toPoint()
+        line = self.line_at(pos)
+        if line >= len(self._lines):
+            return
+        self.set_current_line(line)
+        if event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+            word = self.word_at(line, self.column_at(pos))
+            if word:
+                self.definitionRequested.emit(word, line)
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802
+        pos = event.position().toPoint()
+        shape = Qt.CursorShape.IBeamCursor
+        if event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+            line = self.line_at(pos)
+            word = self.word_at(line, self.column_at(pos))
+            if word and self._is_definition(word, line):
+                shape = Qt.CursorShape.PointingHandCursor
+        self.viewport().setCursor(shape)
+        super().mouseMoveEvent(event)
+
+    def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802
+        if event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+            bar = self.horizontalScrollBar()
+            bar.setValue(bar.value() - int(event.angleDelta().y() / 120 * bar.singleStep() * 3))
+            return
+        super().wheelEvent(event)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802
+        key, mods = event.key(), event.modifiers()
+        rows = self._visible_rows()
+        cur = max(self._current, 0)
+        ctrl = bool(mods & Qt.KeyboardModifier.ControlModifier)
+        moves = {
+            Qt.Key.Key_Up: cur - 1, Qt.Key.Key_Down: cur + 1,
+            Qt.Key.Key_PageUp: cur - rows + 1, Qt.Key.Key_PageDown: cur + rows - 1,
+        }
+        if key in moves:
+            self.set_current_line(moves[key])
+        elif key == Qt.Key.Key_Home and ctrl:
+            self.set_current_line(0)
+        elif key == Qt.Key.Key_End and ctrl:
+            self.set_current_line(len(self._lines) - 1)
+        elif key == Qt.Key.Key_Home:
+            self.horizontalScrollBar().setValue(0)
+        elif key == Qt.Key.Key_End:
+            self.horizontalScrollBar().setValue(self.horizontalScrollBar().maximum())
+        elif key in (Qt.Key.Key_Left, Qt.Key.Key_Right):
+            bar = self.horizontalScrollBar()
+            step = bar.singleStep() * (1 if key == Qt.Key.Key_Right else -1)
+            bar.setValue(bar.value() + step)
+        else:
+            super().keyPressEvent(event)
+
+

@@ -1,0 +1,523 @@
+"""The main window: archive tabs, docks that follow the current tab, menus,
+opening (args, File > Open, drag-and-drop, recent files) off the GUI thread,
+Back/Forward, and the hook other panels dock into (add_panel).
+
+The window process never imports torch: archives are read by inspector.core
+(zip + JSON), and torch work happens in child processes (inspector.jobs).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplication, QKeySequence
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QStackedWidget,
+    QTabWidget,
+    QWidget,
+)
+
+from inspector.core.frames import parse_stack_trace
+from inspector.ui import settings as keys
+from inspector.ui.archive_tab import ArchiveTab
+from inspector.ui.details_pane import DetailsPane
+from inspector.ui.document import ArchiveDoc, ProgramView, Task, build_program_view, open_document
+from inspector.ui.module_tree import ModuleTree
+from inspector.ui.side_tables import SideTables
+from inspector.ui.source_pane import SourcePane
+from inspector.ui.theme import current_theme
+from inspector.ui.welcome import WelcomePage
+
+log = logging.getLogger(__name__)
+APP_TITLE = "PT2 Inspector"
+FILE_FILTER = "PyTorch export archives (*.pt2);;All files (*)"
+
+
+class MainWindow(QMainWindow):
+    archive_opened = Signal(str)  # path, once its first program is shown
+    loadsFinished = Signal()  # no archive or program is loading any more
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("mainWindow")
+        self.setWindowTitle(APP_TITLE)
+        self.setAcceptDrops(True)
+        self.resize(1400, 880)
+        self.pool = QThreadPool(self)
+        self.pool.setMaxThreadCount(2)
+        self._pending = 0
+        self._tasks: set[Task] = set()  # keep signal objects alive until delivered
+        self.last_error: QMessageBox | None = None
+        self._history: list[tuple[ArchiveTab, str, int]] = []
+        self._hist_pos = -1
+        self._source_nodes: list[int] = []
+        self._auto_source = False  # the source pane follows the cursor: no highlight
+        self._panels: list[QDockWidget] = []
+
+        self.stack = QStackedWidget(self)
+        self.welcome = WelcomePage(self)
+        self.welcome.openRequested.connect(self.open_dialog)
+        self.welcome.recentRequested.connect(self.open_archive)
+        self.tabs = QTabWidget(self)
+        self.tabs.setObjectName("archiveTabs")
+        self.tabs.setDocumentMode(True)
+        self.tabs.setTabsClosable(True)
+        self.tabs.setMovable(True)
+        self.tabs.tabCloseRequested.connect(self.close_tab)
+        self.tabs.currentChanged.connect(self._tab_changed)
+        self.stack.addWidget(self.welcome)
+        self.stack.addWidget(self.tabs)
+        self.setCentralWidget(self.stack)
+
+        self.details = DetailsPane(self)
+        self.details.linkActivated.connect(self._details_link)
+        self.details.frameSelected.connect(self._show_frame)
+        self.source = SourcePane(self)
+        self.source.sourceLineSelected.connect(self._source_line)
+        self.source.navigateNodes.connect(self._source_nav)
+        self.modules = ModuleTree(self)
+        self.modules.moduleSelected.connect(self._module_selected)
+        self.tables = SideTables(self)
+        self.dock_modules = self._dock("Modules", self.modules, Qt.DockWidgetArea.LeftDockWidgetArea)
+        self.dock_details = self._dock("Details", self.details, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.dock_source = self._dock("Source", self.source, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.dock_tables = self._dock("Tables", self.tables, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.tabifyDockWidget(self.dock_source, self.dock_tables)
+        self.dock_source.raise_()
+        self.resizeDocks([self.dock_modules, self.dock_details], [300, 430], Qt.Orientation.Horizontal)
+        self.resizeDocks([self.dock_source], [250], Qt.Orientation.Vertical)
+
+        self.status_label = QLabel("Open a .pt2 archive (Ctrl+O) or drop one here", self)
+        self.cursor_label = QLabel("", self)
+        self.progress = QProgressBar(self)
+        self.progress.setRange(0, 0)  # busy: parsing has no meaningful fraction
+        self.progress.setMaximumWidth(160)
+        self.progress.setMaximumHeight(14)
+        self.progress.hide()
+        self.statusBar().addWidget(self.status_label, 1)
+        self.statusBar().addPermanentWidget(self.progress)
+        self.statusBar().addPermanentWidget(self.cursor_label)
+
+        from inspector.ui.actions import build_menus
+
+        build_menus(self)
+        self._restore()
+        self._update_empty()
+        hints = QGuiApplication.styleHints()
+        hints.colorSchemeChanged.connect(lambda _s: self.apply_theme())
+        _install_panels(self)
+
+    # ------------------------------------------------------------------ docks
+    def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(f"dock{title.replace(' ', '')}")
+        dock.setWidget(widget)
+        self.addDockWidget(area, dock)
+        return dock
+
+    def add_panel(self, title: str, widget: QWidget,
+                  area: Qt.DockWidgetArea = Qt.DockWidgetArea.RightDockWidgetArea) -> QDockWidget:
+        """Dock another helper's panel; it gets a View menu entry and its state
+        is saved with the others."""
+        dock = self._dock(title, widget, area)
+        if area == Qt.DockWidgetArea.RightDockWidgetArea:
+            self.tabifyDockWidget(self.dock_details, dock)
+            self.dock_details.raise_()
+        self._panels.append(dock)
+        if hasattr(self, "view_menu"):
+            self.view_menu.addAction(dock.toggleViewAction())
+        return dock
+
+    # ------------------------------------------------------------------ opening
+    def open_dialog(self) -> None:
+        start = str(keys.settings().value(keys.LAST_DIRECTORY, str(Path.home())))
+        paths, _ = QFileDialog.getOpenFileNames(self, "Open archives", start, FILE_FILTER)
+        for p in paths:
+            self.open_archive(p)
+
+    def open_archive(self, path: str | Path) -> None:
+        """Open `path` in a new tab (or show its tab when already open)."""
+        path = Path(path)
+        for i in range(self.tabs.count()):
+            tab = self.tabs.widget(i)
+            if isinstance(tab, ArchiveTab) and tab.doc.path.resolve() == path.resolve():
+                self.tabs.setCurrentIndex(i)
+                return
+        keys.set_value(keys.LAST_DIRECTORY, str(path.parent))
+        size = path.stat().st_size if path.is_file() else 0
+        self._start(f"Opening {path.name} ({size / 1e6:.1f} MB)…", open_document, path,
+                    on_done=lambda result: self._opened(path, result),
+                    on_fail=lambda msg, det: self._failed(path, msg, det))
+
+    def _start(self, message: str, fn, *args, on_done, on_fail) -> None:
+        task = Task(fn, *args)
+        self._tasks.add(task)
+
+        def done(result) -> None:
+            self._finish(task)
+            on_done(result)
+
+        def failed(msg: str, det: str) -> None:
+            self._finish(task)
+            on_fail(msg, det)
+
+        task.signals.finished.connect(done)
+        task.signals.failed.connect(failed)
+        self._pending += 1
+        self.progress.show()
+        self.status_label.setText(message)
+        self.pool.start(task)
+
+    def _finish(self, task: Task) -> None:
+        self._tasks.discard(task)
+        self._pending -= 1
+        if self._pending == 0:
+            self.progress.hide()
+            QTimer.singleShot(0, self.loadsFinished.emit)
+
+    def is_loading(self) -> bool:
+        return self._pending > 0
+
+    def _opened(self, path: Path, result: tuple[ArchiveDoc, ProgramView | None]) -> None:
+        doc, view = result
+        tab = ArchiveTab(doc, self)
+        tab.programRequested.connect(lambda name, t=tab: self._load_program(t, name))
+        tab.currentLineChanged.connect(lambda line, t=tab: self._line_changed(t, line))
+        tab.jumped.connect(lambda old, new, t=tab: self._record_jump(t, old, new))
+        index = self.tabs.addTab(tab, path.name)
+        self.tabs.setTabToolTip(index, str(path))
+        self.tabs.setCurrentIndex(index)
+        if view is not None:
+            tab.show_view(view)
+        self._update_empty()
+        self._program_shown(tab)
+        keys.add_recent_file(path)
+        self.refresh_recent()
+        self.archive_opened.emit(str(path))
+        tab.listing.setFocus()
+
+    def _failed(self, path: Path, message: str, details: str) -> None:
+        self.status_label.setText(f"Could not open {path.name}")
+        box = QMessageBox(QMessageBox.Icon.Warning, "Cannot open archive", message,
+                          QMessageBox.StandardButton.Ok, self)
+        box.setObjectName("openErrorBox")
+        box.setInformativeText(str(path))
+        box.setDetailedText(details)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.last_error = box
+        box.open()  # window-modal, does not block the event loop
+
+    def _load_program(self, tab: ArchiveTab, name: str) -> None:
+        self._start(f"Reading program {name}…", build_program_view, tab.doc.archive, name,
+                    on_done=lambda view: self._program_loaded(tab, view),
+                    on_fail=lambda msg, det: self._failed(tab.doc.path, msg, det))
+
+    def _program_loaded(self, tab: ArchiveTab, view: ProgramView) -> None:
+        tab.show_view(view)
+        if tab is self.current_tab():
+            self._program_shown(tab)
+
+    def close_tab(self, index: int) -> None:
+        tab = self.tabs.widget(index)
+        self.tabs.removeTab(index)
+        if isinstance(tab, ArchiveTab):
+            self._history = [h for h in self._history if h[0] is not tab]
+            self._hist_pos = len(self._history) - 1
+            tab.doc.archive.close()
+            tab.deleteLater()
+        self._update_empty()
+
+    def _update_empty(self) -> None:
+        empty = self.tabs.count() == 0
+        self.stack.setCurrentWidget(self.welcome if empty else self.tabs)
+        self.welcome.set_recent(keys.recent_files())
+        if empty:
+            self.setWindowTitle(APP_TITLE)
+            self.status_label.setText("Open a .pt2 archive (Ctrl+O) or drop one here")
+            self.cursor_label.setText("")
+            self.details.show_message("Open an archive to see its nodes.")
+            self.modules.set_view(None)
+            self.tables.set_program(None, None)
+
+    def refresh_recent(self) -> None:
+        from inspector.ui.actions import fill_recent_menu
+
+        fill_recent_menu(self)
+        self.welcome.set_recent(keys.recent_files())
+
+    # drag-and-drop
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802
+        if any(u.isLocalFile() for u in event.mimeData().urls()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802
+        files = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
+        for f in files:
+            self.open_archive(f)
+        if files:
+            event.acceptProposedAction()
+
+    # ------------------------------------------------------------------ state
+    def current_tab(self) -> ArchiveTab | None:
+        tab = self.tabs.currentWidget()
+        return tab if isinstance(tab, ArchiveTab) else None
+
+    def current_view(self) -> ProgramView | None:
+        tab = self.current_tab()
+        return tab.view if tab else None
+
+    def current_archive_path(self) -> str | None:
+        tab = self.current_tab()
+        return str(tab.doc.path) if tab else None
+
+    def select_node(self, program_name: str, node_name: str) -> bool:
+        """Show `node_name` of `program_name` in the current archive's listing."""
+        tab = self.current_tab()
+        if tab is None:
+            return False
+        view = tab.doc.views.get(program_name)
+        if view is None:
+            tab.select_program(program_name)  # loads it; select once it is shown
+            self.loadsFinished.connect(lambda: self._select_later(tab, program_name, node_name),
+                                       Qt.ConnectionType.SingleShotConnection)
+            return False
+        if tab.view is not view:
+            tab.show_view(view)
+            self._program_shown(tab)
+        for node in view.program.all_nodes():
+            if node.name == node_name:
+                line = view.listing.line_of(node)
+                if line is not None:
+                    tab.jump_to(line)
+                    return True
+        return False
+
+    def _select_later(self, tab: ArchiveTab, program: str, node: str) -> None:
+        if tab is self.current_tab() and program in tab.doc.views:
+            self.select_node(program, node)
+
+    def set_line_marks(self, lines: dict[int, str], program: str | None = None) -> None:
+        """Audit findings in the gutter of the current archive's listing."""
+        tab = self.current_tab()
+        if tab is not None:
+            tab.set_line_marks(lines, program)
+
+    def _tab_changed(self, _index: int) -> None:
+        tab = self.current_tab()
+        if tab is not None:
+            self._program_shown(tab)
+
+    def _program_shown(self, tab: ArchiveTab) -> None:
+        if tab is not self.current_tab() or tab.view is None:
+            return
+        view = tab.view
+        self.setWindowTitle(f"{tab.doc.path.name} — {APP_TITLE}")
+        self.modules.set_view(view)
+        self.tables.set_program(tab.doc, view)
+        n_prog = len(tab.doc.program_names)
+        self.status_label.setText(
+            f"{tab.doc.path.name}: {n_prog} program{'s' if n_prog != 1 else ''} · "
+            f"{view.name}: {view.node_count:,} nodes, {len(view.listing):,} lines "
+            f"(read in {view.seconds:.2f} s)")
+        self._line_changed(tab, tab.listing.current_line())
+
+    def _line_changed(self, tab: ArchiveTab, line: int) -> None:
+        if tab is not self.current_tab() or tab.view is None:
+            return
+        view = tab.view
+        self.cursor_label.setText(f"Line {line + 1:,} of {len(view.listing):,}")
+        node = view.node_at(line)
+        if node is None:
+            self.details.show_message("No node on this line.")
+            return
+        users = {name: view.users_of(name, line) for name in node.output_names()}
+        self.details.show_node(node, line, users, lambda ln: _line_label(view, ln))
+        # the innermost frame is the one the listing's `# File:` comment names
+        frames = parse_stack_trace(node.stack_trace)
+        if frames and self.dock_source.isVisible():
+            self._auto_source = True
+            try:
+                self.source.show_frame(frames[-1])
+            finally:
+                self._auto_source = False
+
+    # ------------------------------------------------------------------ links
+    def _details_link(self, kind: str, value: str) -> None:
+        tab, view = self.current_tab(), self.current_view()
+        if tab is None or view is None:
+            return
+        line = tab.listing.current_line()
+        if kind == "def":
+            tab.go_to_definition(value, line)
+        elif kind == "users":
+            self.show_users(value)
+        elif kind == "line":
+            tab.jump_to(int(value))
+        elif kind == "module":
+            self.dock_modules.show()
+            if not self.modules.select_path(value):
+                self._module_selected(value)
+
+    def show_users(self, name: str | None = None) -> list[int]:
+        """Highlight every line reading `name` (default: the value the cursor
+        line defines) and move to the first."""
+        tab, view = self.current_tab(), self.current_view()
+        if tab is None or view is None:
+            return []
+        line = tab.listing.current_line()
+        name = name or tab.listing.word_at_cursor()
+        if not name:
+            return []
+        users = view.users_of(name, line)
+        tab.listing.set_related_lines(users)
+        self.status_label.setText(f"{len(users)} user{'s' if len(users) != 1 else ''} of {name}"
+                                  + (" (highlighted; F3-style: use the Details pane list)" if users else ""))
+        return users
+
+    def go_to_definition(self) -> bool:
+        tab = self.current_tab()
+        if tab is None:
+            return False
+        line = tab.listing.current_line()
+        text = tab.listing.line_text(line)
+        # F12 on a statement: the first value it reads; on an input, its own name
+        node = tab.view.node_at(line) if tab.view else None
+        names = node.input_names() if node is not None else []
+        for name in names:
+            if tab.go_to_definition(name, line):
+                return True
+        word = tab.listing.word_at_cursor()
+        return bool(word and text and tab.go_to_definition(word, line))
+
+    def _module_selected(self, path: str) -> None:
+        tab, view = self.current_tab(), self.current_view()
+        if tab is None or view is None:
+            return
+        lines = view.module_lines(path)
+        tab.listing.set_related_lines(lines)
+        if lines:
+            tab.jump_to(lines[0])
+        self.status_label.setText(f"module {path or '(root)'}: {len(lines):,} nodes selected")
+
+    def _show_frame(self, frame) -> None:
+        self.dock_source.show()
+        self.dock_source.raise_()
+        self.source.show_frame(frame)
+
+    def _source_line(self, file: str, line: int) -> None:
+        view = self.current_view()
+        if view is None:
+            return
+        self._source_nodes = view.index.source_lines(file, line)
+        tab = self.current_tab()
+        pos = 0
+        if tab is not None:
+            if not self._auto_source:  # the user picked a source line: show its nodes
+                tab.listing.set_related_lines(self._source_nodes)
+            cur = tab.listing.current_line()
+            if cur in self._source_nodes:
+                pos = self._source_nodes.index(cur) + 1
+        self.source.set_node_count(len(self._source_nodes), pos)
+
+    def _source_nav(self, backwards: bool) -> None:
+        tab = self.current_tab()
+        lines = self._source_nodes
+        if tab is None or not lines:
+            return
+        cur = tab.listing.current_line()
+        if backwards:
+            before = [ln for ln in lines if ln < cur]
+            target = before[-1] if before else lines[-1]
+        else:
+            after = [ln for ln in lines if ln > cur]
+            target = after[0] if after else lines[0]
+        tab.jump_to(target)
+        self.source.set_node_count(len(lines), lines.index(target) + 1)
+
+    # ------------------------------------------------------------------ history
+    def _record_jump(self, tab: ArchiveTab, old: int, new: int) -> None:
+        prog = tab.view.name if tab.view else ""
+        del self._history[self._hist_pos + 1:]
+        if not self._history or self._history[-1] != (tab, prog, old):
+            self._history.append((tab, prog, old))
+        self._history.append((tab, prog, new))
+        self._hist_pos = len(self._history) - 1
+
+    def go_back(self) -> bool:
+        return self._go(-1)
+
+    def go_forward(self) -> bool:
+        return self._go(1)
+
+    def _go(self, step: int) -> bool:
+        pos = self._hist_pos + step
+        if not 0 <= pos < len(self._history):
+            return False
+        self._hist_pos = pos
+        tab, prog, line = self._history[pos]
+        if self.tabs.indexOf(tab) < 0:
+            return False
+        self.tabs.setCurrentWidget(tab)
+        if tab.view is None or tab.view.name != prog:
+            view = tab.doc.views.get(prog)
+            if view is None:
+                return False
+            tab.show_view(view)
+        tab.listing.set_current_line(line, center=True)
+        return True
+
+    # ------------------------------------------------------------------ look
+    def apply_theme(self) -> None:
+        theme = current_theme()
+        for i in range(self.tabs.count()):
+            tab = self.tabs.widget(i)
+            if isinstance(tab, ArchiveTab):
+                tab.listing.set_theme(theme)
+        self.details.set_theme(theme)
+        self.source.set_theme(theme)
+
+    def _restore(self) -> None:
+        s = keys.settings()
+        geometry = s.value(keys.GEOMETRY)
+        if isinstance(geometry, QByteArray):
+            self.restoreGeometry(geometry)
+        state = s.value(keys.WINDOW_STATE)
+        if isinstance(state, QByteArray):
+            self.restoreState(state)
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
+        s = keys.settings()
+        s.setValue(keys.GEOMETRY, self.saveGeometry())
+        s.setValue(keys.WINDOW_STATE, self.saveState())
+        s.sync()
+        self.pool.waitForDone(5000)  # never leave a parsing thread behind
+        super().closeEvent(event)
+
+
+def _line_label(view: ProgramView, line: int) -> str:
+    node = view.node_at(line)
+    if node is None:
+        return f"line {line + 1}"
+    return f"{line + 1}: {node.name} = {node.op_name}(…)"
+
+
+def _install_panels(window: MainWindow) -> None:
+    """Dock the other helpers' panels (Export, Run, Audit) when present; a
+    missing or broken panel module is logged, never fatal."""
+    try:
+        from inspector.ui.panels import install_panels
+    except ImportError as exc:
+        log.info("no extra panels (%s)", exc)
+        return
+    try:
+        install_panels(window)
+    except Exception:  # a broken panel must not take the window down
+        log.exception("installing panels failed")

@@ -1,0 +1,220 @@
+"""The source file of a stack frame: highlighted, scrolled to the frame's line,
+the line marked; and the other way, the nodes a source line produced.
+
+Files are read from this machine only (a regular file, bounded size, decoded
+leniently); a path the archive names that is not here is said so, with the code
+line the trace recorded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QColor, QSyntaxHighlighter, QTextCharFormat, QTextCursor, QTextFormat
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QTextEdit,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+from pygments.lexers.python import PythonLexer
+
+from inspector.core.frames import Frame
+from inspector.ui.highlight import _category
+from inspector.ui.theme import Theme, code_font, current_theme
+
+MAX_SOURCE_BYTES = 8 * 1024 * 1024
+
+
+def read_source(path: str) -> str | None:
+    """The file's text, or None when it is not a readable regular file here."""
+    try:
+        p = Path(path)
+        if not p.is_file() or p.stat().st_size > MAX_SOURCE_BYTES:
+            return None
+        return p.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+class _Highlighter(QSyntaxHighlighter):
+    def __init__(self, doc, theme: Theme) -> None:
+        super().__init__(doc)
+        self.theme = theme
+        self.spans: dict[int, list[tuple[int, int, str]]] = {}
+
+    def set_text_spans(self, text: str) -> None:
+        # lex the whole file once (multi-line strings stay right), split per line
+        spans: dict[int, list[tuple[int, int, str]]] = {}
+        starts = [0]
+        for i, c in enumerate(text):
+            if c == "\n":
+                starts.append(i + 1)
+        import bisect
+
+        for pos, ttype, value in PythonLexer().get_tokens_unprocessed(text):
+            cat = _category(ttype)
+            if not cat or cat == "operator":
+                continue
+            end = pos + len(value)
+            line = bisect.bisect_right(starts, pos) - 1
+            while pos < end and line < len(starts):
+                line_end = starts[line + 1] - 1 if line + 1 < len(starts) else len(text)
+                seg_end = min(end, line_end)
+                if seg_end > pos:
+                    spans.setdefault(line, []).append((pos - starts[line], seg_end - starts[line], cat))
+                line += 1
+                pos = starts[line] if line < len(starts) else end
+        self.spans = spans
+
+    def highlightBlock(self, text: str) -> None:  # noqa: N802
+        for s, e, cat in self.spans.get(self.currentBlock().blockNumber(), ()):
+            fmt = QTextCharFormat()
+            fmt.setForeground(self.theme.tokens.get(cat, self.theme.text))
+            if cat == "comment":
+                fmt.setFontItalic(True)
+            self.setFormat(s, e - s, fmt)
+
+
+class SourcePane(QWidget):
+    sourceLineSelected = Signal(str, int)  # file, 1-based line: "which nodes came from here?"
+    navigateNodes = Signal(bool)  # backwards?
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.theme = current_theme()
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        bar = QHBoxLayout()
+        bar.setContentsMargins(6, 3, 6, 3)
+        self.header = QLabel("No frame selected", self)
+        self.header.setObjectName("sourceHeader")
+        self.header.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.nodes_label = QLabel("", self)
+        self.prev_btn = QToolButton(self)
+        self.prev_btn.setText("◀")
+        self.prev_btn.setToolTip("Previous node from this source line")
+        self.next_btn = QToolButton(self)
+        self.next_btn.setText("▶")
+        self.next_btn.setToolTip("Next node from this source line")
+        for b in (self.prev_btn, self.next_btn):
+            b.setAutoRaise(True)
+            b.setEnabled(False)
+        self.prev_btn.clicked.connect(lambda: self.navigateNodes.emit(True))
+        self.next_btn.clicked.connect(lambda: self.navigateNodes.emit(False))
+        bar.addWidget(self.header, 1)
+        bar.addWidget(self.nodes_label)
+        bar.addWidget(self.prev_btn)
+        bar.addWidget(self.next_btn)
+        lay.addLayout(bar)
+        self.editor = QPlainTextEdit(self)
+        self.editor.setObjectName("sourceEditor")
+        self.editor.setReadOnly(True)
+        self.editor.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.editor.setFont(code_font())
+        self.editor.cursorPositionChanged.connect(self._cursor_moved)
+        # a click on the line already under the cursor moves nothing: catch it too
+        self.editor.viewport().installEventFilter(self)
+        lay.addWidget(self.editor, 1)
+        self.highlighter = _Highlighter(self.editor.document(), self.theme)
+        self.frame: Frame | None = None
+        self.missing = False
+        self._file: str | None = None
+        self._quiet = False
+
+    def show_frame(self, frame: Frame) -> None:
+        self.frame = frame
+        text = read_source(frame.file)
+        self._quiet = True
+        try:
+            if text is None:
+                self.missing = True
+                self._file = None
+                self.header.setText(f"<b>{_name(frame.file)}</b>:{frame.line} — "
+                                    f"<span style='color:#cf222e'>file not found on this machine</span>")
+                self.header.setToolTip(frame.file)
+                self.highlighter.spans = {}
+                self.editor.setPlainText(
+                    f"# {frame.file} is not on this machine.\n"
+                    f"# The stack trace recorded line {frame.line} (in {frame.function}):\n\n"
+                    f"{frame.code or '(no code line recorded)'}\n")
+                self._mark(3)
+                return
+            self.missing = False
+            self.header.setText(f"<b>{_name(frame.file)}</b>:{frame.line} "
+                                f"<span style='color:gray'>in {frame.function}</span>")
+            self.header.setToolTip(frame.file)
+            if self._file != frame.file:
+                self.highlighter.set_text_spans(text)
+                self.editor.setPlainText(text)
+                self._file = frame.file
+            self._mark(frame.line - 1)
+        finally:
+            self._quiet = False
+        self.sourceLineSelected.emit(frame.file, frame.line)
+
+    def _mark(self, block_number: int) -> None:
+        doc = self.editor.document()
+        block = doc.findBlockByNumber(max(0, block_number))
+        cursor = QTextCursor(block)
+        self.editor.setTextCursor(cursor)
+        self.editor.centerCursor()
+        sel = QTextEdit.ExtraSelection()
+        color = QColor(self.theme.related_line)
+        sel.format.setBackground(color)
+        sel.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
+        sel.cursor = cursor
+        self.editor.setExtraSelections([sel])
+
+    def marked_line(self) -> int:
+        """1-based line of the marked line in the editor."""
+        sels = self.editor.extraSelections()
+        return sels[0].cursor.blockNumber() + 1 if sels else 0
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802
+        if event.type() == QEvent.Type.MouseButtonRelease and obj is self.editor.viewport():
+            self._cursor_moved()
+        return False
+
+    def pick_line(self, line: int) -> None:
+        """As if the user clicked 1-based `line` of the shown file."""
+        cursor = QTextCursor(self.editor.document().findBlockByNumber(max(0, line - 1)))
+        self.editor.setTextCursor(cursor)
+        self._cursor_moved()
+
+    def _cursor_moved(self) -> None:
+        if self._quiet or self.missing or self._file is None:
+            return
+        line = self.editor.textCursor().blockNumber() + 1
+        self._mark_only(line - 1)
+        self.sourceLineSelected.emit(self._file, line)
+
+    def _mark_only(self, block_number: int) -> None:
+        sel = QTextEdit.ExtraSelection()
+        sel.format.setBackground(QColor(self.theme.related_line))
+        sel.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
+        sel.cursor = QTextCursor(self.editor.document().findBlockByNumber(block_number))
+        self.editor.setExtraSelections([sel])
+
+    def set_node_count(self, count: int, position: int = 0) -> None:
+        if count == 0:
+            self.nodes_label.setText("no nodes from this line")
+        else:
+            where = f"{position} of " if position else ""
+            self.nodes_label.setText(f"{where}{count} node{'s' if count != 1 else ''} from this line")
+        self.prev_btn.setEnabled(count > 0)
+        self.next_btn.setEnabled(count > 0)
+
+    def set_theme(self, theme: Theme) -> None:
+        self.theme = theme
+        self.highlighter.theme = theme
+        self.highlighter.rehighlight()
+
+
+def _name(path: str) -> str:
+    return path.replace("\\", "/").rsplit("/", 1)[-1]

@@ -1,0 +1,81 @@
+"""GUI test setup: offscreen Qt, settings in a temp folder, a real toy archive.
+
+The toy decoder is exported once per session by the real export job in a child
+process (`python -m inspector.jobs export --preset tiny`), so this process never
+imports torch for it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytest  # noqa: E402
+from PySide6.QtCore import QSettings  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def export_toy(folder: Path) -> Path:
+    """The tiny ViT+GPT-2 toy exported on CPU (decoder + encoder programs)."""
+    out = folder / "toy-tiny-cpu.pt2"
+    if not out.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "inspector.jobs", "export", "--preset", "tiny", "-o", str(out)],
+            cwd=ROOT, capture_output=True, text=True, timeout=600,
+        )
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return out
+
+
+@pytest.fixture(scope="session")
+def toy_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return export_toy(tmp_path_factory.getbasetemp() / "toy-export")
+
+
+@pytest.fixture(autouse=True)
+def temp_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Every test gets its own settings file (never the user's)."""
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path / "settings"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    yield tmp_path / "settings"
+
+
+@pytest.fixture
+def window(qtbot):
+    from inspector.ui.main_window import MainWindow
+
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.resize(1400, 900)
+    w.show()
+    yield w
+    if w.last_error is not None:
+        try:
+            w.last_error.close()
+        except RuntimeError:  # already deleted
+            pass
+    w.pool.waitForDone(10000)
+    w.close()
+
+
+@pytest.fixture
+def open_wait(qtbot, window):
+    """open_wait(path) -> the current ArchiveTab once reading has finished."""
+
+    def run(path: Path, timeout: int = 60000):
+        with qtbot.waitSignal(window.loadsFinished, timeout=timeout):
+            window.open_archive(path)
+        return window.current_tab()
+
+    return run
+
+
+@pytest.fixture
+def toy_tab(open_wait, toy_archive):
+    return open_wait(toy_archive)
