@@ -129,8 +129,8 @@ def _render_module(listing: Listing, graph: Graph, class_name: str, level: int,
         prev_summary = _summary(listing, node, prev_summary, body, emitted)
         emitted = True
         _emit_node(listing, graph, node, body)
-    if not emitted:
-        listing._add(f"{body}pass", STATEMENT)
+    # FX adds `pass` only to a graph without an output node, and a
+    # deserialized graph always has one: an empty graph is just its return.
     listing._add(f"{body}return {_output_text(graph)}", RETURN)
     for sub in graph.subgraphs:
         listing._add("", BLANK)

@@ -11,10 +11,12 @@ never evaluated.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
+from typing import Any
 
 # srepr of real shapes is short (a few hundred characters); this bounds the
 # parser's work and recursion on hostile input.
@@ -113,215 +115,446 @@ def _parse(tokens: list[tuple[str, str]], pos: int, depth: int) -> tuple[int, ob
 
 
 # --- printing -----------------------------------------------------------------
-# Precedences as in sympy.printing.precedence.
-_PREC_ATOM, _PREC_POW, _PREC_MUL, _PREC_ADD = 1000, 60, 50, 40
-_PREC_REL, _PREC_AND, _PREC_OR = 35, 30, 20
-_FUNCTION_NAMES = {"Equality": "Eq", "Unequality": "Ne"}
+# A re-implementation of what sympy's StrPrinter (plus torch's own _sympystr
+# and `precedence` attributes) does with the expression classes that torch
+# writes: the same term order (Expr.as_ordered_terms), factor order
+# (as_ordered_factors, by sort_key), precedences and parentheses. Checked
+# against sympy itself in tests/unit/test_symbolic.py.
+
+
+@dataclass(frozen=True, slots=True)
+class _Sym:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Float:
+    value: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Special:
+    """oo, -oo, int_oo, -int_oo, zoo, nan, and named constants (pi, E)."""
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Fn:
+    head: str  # Add, Mul, Pow, FloorDiv, Max, StrictLessThan, And, ...
+    args: tuple
+
+
+_NAMED_CONSTANTS = {"pi", "E", "I", "EulerGamma", "Catalan", "GoldenRatio"}
+_NUMBER_CK = (1, 0, "Number")
+_ONE_KEY = (_NUMBER_CK, (0, ()), (), 1)
+_SPECIAL_VALUES = {"oo": math.inf, "-oo": -math.inf, "int_oo": math.inf, "-int_oo": -math.inf}
+# sympy.printing.precedence.PRECEDENCE
+_P_OR, _P_AND, _P_REL, _P_ADD, _P_MUL, _P_POW, _P_FUNC, _P_NOT, _P_ATOM = \
+    20, 30, 35, 40, 50, 60, 70, 100, 1000
+# `precedence` class attributes of torch.utils._sympy.functions
+_TORCH_PRECEDENCE = {
+    "FloorDiv": 35, "CleanDiv": 35, "ModularIndexing": 35, "Where": 35, "PythonMod": 35,
+    "Mod": 35, "FloatTrueDiv": 35, "IntTrueDiv": 35, "PowByNatural": 50, "FloatPow": 60,
+    "Identity": 10, "BitwiseFn_bitwise_and": 38, "BitwiseFn_bitwise_or": 36,
+    "BitwiseFn_bitwise_xor": 37,
+}
 _RELATIONS = {"StrictLessThan": "<", "LessThan": "<=",
               "StrictGreaterThan": ">", "GreaterThan": ">="}
+_EQUALITIES = {"Equality": "Eq", "Unequality": "Ne"}
+_BOOLEAN_OPS = {"And", "Or", "Not", "Xor"}
+_LATTICE = {"Max", "Min"}
+# Function.class_key: (4, i, name); i from sympy's table, 0 for variadic ones
+_FUNC_INDEX = {"exp": 10, "log": 11, "sin": 20, "cos": 21, "tan": 22, "cot": 23,
+               "sinh": 30, "cosh": 31, "tanh": 32, "coth": 33, "conjugate": 40, "re": 41,
+               "im": 42, "arg": 43, "Identity": 0, "CeilDiv": 0,
+               "IsNonOverlappingAndDenseIndicator": 0}
+_NOT_FUNCTIONS = {"Add", "Mul", "Pow"} | set(_RELATIONS) | set(_EQUALITIES) | _BOOLEAN_OPS | _LATTICE
 
 
-def _norm(tree: object) -> object:
-    """Fold srepr's number wrappers into Python numbers."""
-    if isinstance(tree, Call):
-        h, a = tree.head, tree.args
-        if h == "Integer" and len(a) == 1 and isinstance(a[0], int):
-            return a[0]
-        if h in ("Rational",) and len(a) == 2 and all(isinstance(x, int) for x in a) and a[1]:
-            return Fraction(a[0], a[1])
-        if h == "Float" and a:
-            try:
-                return float(a[0])
-            except (TypeError, ValueError):
-                return tree
-        if h in ("One",):
-            return 1
-        if h in ("Zero",):
-            return 0
-        if h in ("NegativeOne",):
-            return -1
-        if h == "Half":
-            return Fraction(1, 2)
-        if h == "Neg" and len(a) == 1:
-            inner = _norm(a[0])
-            if isinstance(inner, (int, float, Fraction)) and not isinstance(inner, bool):
-                return -inner
-            return Call("Mul", (-1, inner), ())
-        return Call(h, tuple(_norm(x) for x in a), tree.kwargs)
-    return tree
+def _to_expr(tree: object) -> object:
+    """Parsed srepr -> int / Fraction / _Float / _Sym / _Special / bool / _Fn."""
+    if isinstance(tree, bool) or tree is None:
+        return tree
+    if isinstance(tree, int):
+        return tree
+    if isinstance(tree, float):
+        return _Float(tree)
+    if not isinstance(tree, Call):
+        # quoted strings belong inside Symbol('s0') / Float('2.5') only
+        raise ExprSyntaxError("unexpected value")
+    h, a = tree.head, tree.args
+    if h.startswith("_"):
+        raise ExprSyntaxError(f"unexpected name {h!r}")
+    if h == "Integer" and len(a) == 1 and isinstance(a[0], int) and not isinstance(a[0], bool):
+        return a[0]
+    if h == "Rational" and len(a) == 2 and all(isinstance(x, int) for x in a) and a[1]:
+        r = Fraction(a[0], a[1])
+        return r.numerator if r.denominator == 1 else r
+    if h == "Float" and len(a) >= 1 and isinstance(a[0], (str, int, float)):
+        return _Float(float(a[0]))
+    if h in ("Symbol", "Dummy") and len(a) == 1 and isinstance(a[0], str):
+        return _Sym(a[0])
+    if h in ("oo", "zoo", "nan", "int_oo"):
+        return _Special(h)
+    if h == "Name" and len(a) == 1 and a[0] in _NAMED_CONSTANTS:
+        return _Special(str(a[0]))
+    if h == "Name":
+        raise ExprSyntaxError(f"unexpected name {a[0]!r}")
+    if h in ("One", "Zero", "NegativeOne", "Half"):
+        return {"One": 1, "Zero": 0, "NegativeOne": -1, "Half": Fraction(1, 2)}[h]
+    if h == "Neg" and len(a) == 1:
+        inner = _to_expr(a[0])
+        if isinstance(inner, _Special) and inner.text in ("oo", "int_oo"):
+            return _Special("-" + inner.text)
+        if _is_num(inner):
+            return -inner  # type: ignore[operator]
+        return _Fn("Mul", (-1, inner))
+    if tree.kwargs and h not in ("Symbol", "Dummy", "Float"):
+        raise ExprSyntaxError(f"unexpected keywords in {h}")
+    args = tuple(_to_expr(x) for x in a)
+    if h == "Mul":
+        args = _fold_coefficient(args)
+    return _Fn(h, args)
+
+
+def _fold_coefficient(args: tuple) -> tuple:
+    """srepr writes `-2*s0` as Mul(Integer(-1), Integer(2), s0) (args_cnc splits
+    the sign off); sympy's Mul holds one leading coefficient."""
+    nums = [x for x in args if _is_rational(x) or isinstance(x, _Float)]
+    if len(nums) < 2:
+        return args
+    coeff: Any = 1
+    for x in nums:
+        coeff = coeff * (x.value if isinstance(x, _Float) else x)
+    if isinstance(coeff, float):
+        coeff = _Float(coeff)
+    elif isinstance(coeff, Fraction) and coeff.denominator == 1:
+        coeff = coeff.numerator
+    rest = tuple(x for x in args if not (_is_rational(x) or isinstance(x, _Float)))
+    return rest if coeff == 1 else (coeff,) + rest
 
 
 def _is_num(x: object) -> bool:
-    return isinstance(x, (int, float, Fraction)) and not isinstance(x, bool)
+    return (isinstance(x, (int, Fraction, _Float)) and not isinstance(x, bool)) or \
+        (isinstance(x, _Special) and x.text in _SPECIAL_VALUES)
 
 
-def _prec(x: object) -> int:
+def _value(x: object) -> float | int | Fraction:
+    if isinstance(x, _Float):
+        return x.value
+    if isinstance(x, _Special):
+        return _SPECIAL_VALUES.get(x.text, 0)
+    return x  # type: ignore[return-value]
+
+
+def _is_rational(x: object) -> bool:
+    return isinstance(x, (int, Fraction)) and not isinstance(x, bool)
+
+
+def _mul(args: list) -> object:
+    if not args:
+        return 1
+    return args[0] if len(args) == 1 else _Fn("Mul", tuple(args))
+
+
+def _coeff_mul(x: object) -> tuple[object, object]:
+    """Expr.as_coeff_Mul: (leading number, the rest)."""
     if _is_num(x):
-        if isinstance(x, Fraction) and x.denominator != 1:
-            return _PREC_MUL
-        return _PREC_ADD if x < 0 else _PREC_ATOM
-    if isinstance(x, Call):
-        if x.head == "Add":
-            return _PREC_ADD
-        if x.head == "Mul":
-            coeff, _ = _split_coeff(x)
-            return _PREC_ADD if coeff < 0 else _PREC_MUL
-        if x.head == "Pow":
-            return _PREC_POW
-        if x.head in _RELATIONS:
-            return _PREC_REL
-        if x.head == "And":
-            return _PREC_AND
-        if x.head == "Or":
-            return _PREC_OR
-    return _PREC_ATOM
+        return x, 1
+    if isinstance(x, _Fn) and x.head == "Mul" and x.args and _is_num(x.args[0]):
+        return x.args[0], _mul(list(x.args[1:]))
+    return 1, x
 
 
-def _paren(x: object, level: int, strict: bool = False) -> str:
-    text = _print(x)
-    p = _prec(x)
-    return f"({text})" if (p < level or (strict and p <= level)) else text
+def _class_key(x: object) -> tuple:
+    if _is_num(x):
+        return _NUMBER_CK
+    if isinstance(x, _Sym):
+        return (2, 0, "Symbol")
+    if isinstance(x, bool):
+        return (5, 0, "BooleanTrue" if x else "BooleanFalse")
+    if isinstance(x, _Fn):
+        if x.head in ("Mul", "Add", "Pow"):
+            return (3, ("Mul", "Add", "Pow").index(x.head), x.head)
+        if x.head in _NOT_FUNCTIONS:
+            return (5, 0, x.head)
+        return (4, _FUNC_INDEX.get(x.head, 10000), x.head)
+    return (2, 0, "Atom")
 
 
-def _num_text(x: object) -> str:
-    if isinstance(x, Fraction):
-        return str(x.numerator) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"
-    if isinstance(x, float):
-        return repr(x)
-    return str(x)
-
-
-def _split_coeff(m: Call) -> tuple[Fraction | int | float, list[object]]:
-    coeff: Fraction | int | float = 1
-    rest: list[object] = []
-    for a in m.args:
-        if _is_num(a):
-            coeff = coeff * a
+def _sort_key(x: object) -> tuple:
+    """sympy's default_sort_key (Expr.sort_key / Symbol.sort_key / Basic.sort_key)."""
+    if _is_num(x):
+        return (_NUMBER_CK, (0, ()), (), _value(x))
+    if isinstance(x, _Sym):
+        return ((2, 0, "Symbol"), (1, (x.name,)), _ONE_KEY, 1)
+    if not isinstance(x, _Fn):
+        return (_class_key(x), (0, ()), _ONE_KEY, 1)
+    if x.head in _NOT_FUNCTIONS - {"Add", "Mul", "Pow"} - _LATTICE:  # Basic, not Expr
+        return (_class_key(x), (len(x.args), tuple(_sort_key(a) for a in x.args)), _ONE_KEY, 1)
+    coeff, expr = _coeff_mul(x)
+    exp: object = 1
+    if isinstance(expr, _Fn) and expr.head == "Pow" and len(expr.args) == 2:
+        expr, exp = expr.args
+    if not isinstance(expr, _Fn):
+        args: tuple = (_print(expr, 2),)
+    else:
+        if expr.head == "Add":
+            items = _ordered_terms(expr)
+        elif expr.head == "Mul":
+            items = _ordered_factors(expr)
         else:
-            rest.append(a)
-    return coeff, rest
+            items = list(expr.args)
+        args = tuple(_sort_key(a) for a in items)
+    return (_class_key(expr), (len(args), args), _sort_key(exp), _value(coeff))
 
 
-def _symbols_degree(term: object) -> dict[str, int]:
-    """Monomial exponents of a term, for sympy-like term ordering."""
-    if isinstance(term, Call):
-        if term.head == "Symbol" and term.args:
-            return {str(term.args[0]): 1}
-        if term.head == "Mul":
-            out: dict[str, int] = {}
-            for a in term.args:
-                for k, v in _symbols_degree(a).items():
-                    out[k] = out.get(k, 0) + v
-            return out
-        if term.head == "Pow" and len(term.args) == 2 and isinstance(term.args[1], int):
-            return {k: v * term.args[1] for k, v in _symbols_degree(term.args[0]).items()}
-        # a function of symbols orders like a symbol named by its printout
-        return {_print(term): 1}
-    return {}
+def _sorted(items: list, key: Any) -> list:
+    try:
+        return sorted(items, key=key)
+    except TypeError:  # keys of unusual trees that do not compare: keep srepr order
+        return list(items)
 
 
-def _add_order(terms: tuple) -> list[object]:
-    """Approximates sympy's `as_ordered_terms`: higher total degree first,
-    then lexicographic on symbol names; numbers last."""
-    def key(t: object) -> tuple:
-        deg = _symbols_degree(t)
-        if not deg:
-            return (1, 0, ())
-        mono = sorted(deg.items())
-        return (0, -sum(deg.values()), tuple((name, -e) for name, e in mono))
-    return sorted(terms, key=key)
+def _ordered_factors(m: _Fn) -> list:
+    return _sorted(list(m.args), _sort_key)
 
 
-def _print(x: object) -> str:
+def _decompose_power(f: object) -> tuple[object, object]:
+    if isinstance(f, _Fn) and f.head == "Pow" and len(f.args) == 2:
+        base, exp = f.args
+        if isinstance(exp, int):
+            return base, exp
+        if isinstance(exp, Fraction):
+            return _Fn("Pow", (base, Fraction(1, exp.denominator))), exp.numerator
+        c, tail = _coeff_mul(exp)
+        if c == -1 and not _is_num(exp):
+            return _Fn("Pow", (base, tail)), -1
+    return f, 1
+
+
+def _ordered_terms(add: _Fn) -> list:
+    """Expr.as_ordered_terms() with the default (lex) order."""
+    args = list(add.args)
+    if len(args) == 2:
+        nums_first = sorted(args, key=lambda t: not _is_num(t))
+        a0, a1 = nums_first
+        if _is_num(a0) and isinstance(a1, _Fn) and a1.head == "Mul":
+            margs = sorted(a1.args, key=lambda t: not _is_num(t))
+            if (len(margs) == 2 and _is_num(margs[0]) and _value(a0) > 0
+                    and _value(margs[0]) < 0):
+                return nums_first
+    terms = []
+    gens: dict[object, None] = {}
+    for term in args:
+        coeff, rest = _coeff_mul(term)
+        cpart: dict[object, object] = {}
+        if rest != 1:
+            factors = rest.args if isinstance(rest, _Fn) and rest.head == "Mul" else (rest,)
+            for f in factors:
+                base, exp = _decompose_power(f)
+                cpart[base] = exp
+                gens[base] = None
+        terms.append((term, _value(coeff), cpart))
+    order = _sorted(list(gens), _sort_key)
+    index = {g: i for i, g in enumerate(order)}
+
+    def key(item: tuple) -> tuple:
+        _, coeff, cpart = item
+        monom = [0] * len(order)
+        for base, exp in cpart.items():
+            monom[index[base]] = exp
+        return (tuple(-m for m in monom), (), ((False, 0), (coeff, 0)))
+    return [t for t, _, _ in _sorted(terms, key)]
+
+
+def _precedence(x: object) -> float:
+    if _is_num(x):
+        if isinstance(x, _Special):
+            return _P_ADD if x.text == "-oo" else _P_ATOM
+        v = _value(x)
+        if isinstance(x, Fraction):
+            return _P_ADD if v < 0 else _P_MUL
+        return _P_ADD if v < 0 else _P_ATOM
+    if not isinstance(x, _Fn):
+        return _P_ATOM
+    h = x.head
+    if h in _TORCH_PRECEDENCE:
+        return _TORCH_PRECEDENCE[h]
+    if h == "Add":
+        return _P_ADD
+    if h == "Mul":
+        if any(isinstance(a, _Fn) and _TORCH_PRECEDENCE.get(a.head, _P_MUL) < _P_MUL for a in x.args):
+            return _P_MUL
+        return _P_ADD if x.args and _is_num(x.args[0]) and _value(x.args[0]) < 0 else _P_MUL
+    if h == "Pow":
+        return _P_POW
+    if h in _RELATIONS:
+        return _P_REL
+    if h in _EQUALITIES:
+        return _P_MUL
+    if h in ("And", "Or", "Not", "Xor"):
+        return {"And": _P_AND, "Or": _P_OR, "Not": _P_NOT, "Xor": 10}[h]
+    if h in _LATTICE:
+        return _P_ATOM
+    return _P_FUNC
+
+
+def _paren(x: object, level: float, depth: int, strict: bool = False) -> str:
+    p = _precedence(x)
+    text = _print(x, depth + 1)
+    return f"({text})" if (p < level or (not strict and p <= level)) else text
+
+
+def _float_text(v: float, strip: bool) -> str:
+    """mpmath's to_str(mpf, dps=15) as sympy's StrPrinter calls it."""
+    if v == 0:
+        return "0.0"
+    if math.isinf(v) or math.isnan(v):
+        return {math.inf: "inf", -math.inf: "-inf"}.get(v, "nan")
+    sign = "-" if v < 0 else ""
+    mant, _, exp_text = f"{abs(v):.14e}".partition("e")
+    digits, exponent = mant.replace(".", ""), int(exp_text)
+    if -5 < exponent < 15:
+        if exponent < 0:
+            digits, split = "0" * -exponent + digits, 1
+        else:
+            split = exponent + 1
+        exponent = 0
+    else:
+        split = 1
+    text = digits[:split] + "." + digits[split:]
+    if strip:
+        text = text.rstrip("0")
+        if text.endswith("."):
+            text += "0"
+    if exponent == 0:
+        return sign + text
+    return f"{sign}{text}e{'+' if exponent > 0 else ''}{exponent}"
+
+
+def _print(x: object, depth: int = 1) -> str:
     if x is None:
         return "None"
     if isinstance(x, bool):
         return "True" if x else "False"
-    if _is_num(x):
-        return _num_text(x)
-    if isinstance(x, str):
-        return x
-    if not isinstance(x, Call):
+    if isinstance(x, int):
+        return str(x)
+    if isinstance(x, Fraction):
+        return f"{x.numerator}/{x.denominator}"
+    if isinstance(x, _Float):
+        return _float_text(x.value, depth > 1)
+    if isinstance(x, _Sym):
+        return x.name
+    if isinstance(x, _Special):
+        return x.text
+    if not isinstance(x, _Fn):
         return str(x)
     h, a = x.head, x.args
-    if h == "Symbol" and a:
-        return str(a[0])
-    if h == "Name" and a:
-        return str(a[0])
-    if h in ("oo", "int_oo"):
-        return h
-    if h in ("zoo", "nan"):
-        return h
     if h == "Add":
-        terms = _add_order(a)
-        # sympy keeps `c - k*x` (a positive number, then a two-factor product
-        # with a negative coefficient) in that order: as_ordered_terms' special case
-        if len(a) == 2:
-            nums = [t for t in a if _is_num(t)]
-            muls = [t for t in a if isinstance(t, Call) and t.head == "Mul"]
-            if (len(nums) == 1 and len(muls) == 1 and nums[0] > 0
-                    and _split_coeff(muls[0])[0] < 0 and len(_split_coeff(muls[0])[1]) == 1):
-                terms = [nums[0], muls[0]]
-        out = ""
-        for i, t in enumerate(terms):
-            text = _print(t)
-            neg = text.startswith("-")
-            if i == 0:
-                out = text
-            elif neg:
-                out += " - " + text[1:]
-            else:
-                out += " + " + text
-        return out
+        return _print_add(x, depth)
     if h == "Mul":
-        coeff, rest = _split_coeff(x)
-        sign = ""
-        if coeff < 0:
-            sign, coeff = "-", -coeff
-        num_parts: list[str] = []
-        den_parts: list[str] = []
-        if isinstance(coeff, Fraction) and coeff.denominator != 1:
-            if coeff.numerator != 1:
-                num_parts.append(str(coeff.numerator))
-            den_parts.append(str(coeff.denominator))
-        elif coeff != 1:
-            num_parts.append(_num_text(coeff))
-        for f in sorted(rest, key=lambda t: _print(t)):
-            if isinstance(f, Call) and f.head == "Pow" and len(f.args) == 2 \
-                    and _is_num(f.args[1]) and f.args[1] < 0:
-                exp = -f.args[1]
-                den_parts.append(_paren(f.args[0], _PREC_POW, True) if exp == 1
-                                 else f"{_paren(f.args[0], _PREC_POW, True)}**{_num_text(exp)}")
-            else:
-                num_parts.append(_paren(f, _PREC_MUL))
-        num = "*".join(num_parts) or "1"
-        if den_parts:
-            den = den_parts[0] if len(den_parts) == 1 else "(" + "*".join(den_parts) + ")"
-            return f"{sign}{num}/{den}"
-        return sign + num
+        return _print_mul(x, depth)
     if h == "Pow" and len(a) == 2:
-        base, exp = a
-        if exp == Fraction(1, 2):
-            return f"sqrt({_print(base)})"
-        if _is_num(exp) and exp == -1:
-            return f"1/{_paren(base, _PREC_POW, True)}"
-        return f"{_paren(base, _PREC_POW, True)}**{_paren(exp, _PREC_POW, True)}"
+        return _print_pow(x, depth)
     if h in ("FloorDiv", "CleanDiv") and len(a) == 2:
-        return f"({_paren(a[0], _PREC_ATOM - 1)}//{_paren(a[1], _PREC_ATOM - 1)})"
+        return f"({_paren(a[0], _P_ATOM - 0.5, depth)}//{_paren(a[1], _P_ATOM - 0.5, depth)})"
     if h == "Identity" and len(a) == 1:
-        return f"({_print(a[0])})"
+        return f"({_print(a[0], depth + 1)})"
+    if h in _EQUALITIES and len(a) == 2:
+        return f"{_EQUALITIES[h]}({_print(a[0], depth + 1)}, {_print(a[1], depth + 1)})"
     if h in _RELATIONS and len(a) == 2:
-        return f"{_paren(a[0], _PREC_REL)} {_RELATIONS[h]} {_paren(a[1], _PREC_REL)}"
-    if h in ("And", "Or") and a:
-        op = " & " if h == "And" else " | "
-        return op.join(f"({_print(t)})" if _prec(t) <= _PREC_REL else _paren(t, _prec(x), True)
-                       for t in sorted(a, key=_print))
+        return f"{_paren(a[0], _P_REL, depth)} {_RELATIONS[h]} {_paren(a[1], _P_REL, depth)}"
+    if h in ("And", "Or"):
+        level = 38 if h == "And" else 36
+        sep = " & " if h == "And" else " | "
+        return sep.join(_paren(t, level, depth) for t in a)
     if h == "Not" and len(a) == 1:
-        return f"~{_paren(a[0], _PREC_ATOM)}"
-    if h in ("Max", "Min"):
-        args = sorted(a, key=lambda t: (not _is_num(t), _print(t)))
-        return f"{h}({', '.join(_print(t) for t in args)})"
-    return f"{_FUNCTION_NAMES.get(h, h)}({', '.join(_print(t) for t in a)})"
+        return f"~{_paren(a[0], _P_NOT, depth)}"
+    if h in _LATTICE:
+        args = _sorted(list(a), _sort_key)
+        return f"{h}({', '.join(_print(t, depth + 1) for t in args)})"
+    return f"{h}({', '.join(_print(t, depth + 1) for t in a)})"
+
+
+def _print_add(x: _Fn, depth: int) -> str:
+    prec = _P_ADD
+    parts: list[str] = []
+    for term in _ordered_terms(x):
+        t = _print(term, depth + 1)
+        is_add = isinstance(term, _Fn) and term.head == "Add"
+        if t.startswith("-") and not is_add:
+            sign, t = "-", t[1:]
+        else:
+            sign = "+"
+        if _precedence(term) < prec or is_add:
+            t = f"({t})"
+        parts.extend([sign, t])
+    sign = parts.pop(0)
+    return ("" if sign == "+" else sign) + " ".join(parts)
+
+
+def _print_mul(x: _Fn, depth: int) -> str:
+    prec = _precedence(x)
+    coeff, rest = _coeff_mul(x)
+    sign = ""
+    expr: object = x
+    if _value(coeff) < 0:
+        sign = "-"
+        pos = -_value(coeff) if not isinstance(coeff, _Special) else _Special(coeff.text[1:])
+        if isinstance(coeff, _Float):
+            pos = _Float(-coeff.value)
+        expr = _mul(([] if pos == 1 else [pos]) +
+                    (list(rest.args) if isinstance(rest, _Fn) and rest.head == "Mul" else
+                     ([] if rest == 1 else [rest])))
+    factors = _ordered_factors(expr) if isinstance(expr, _Fn) and expr.head == "Mul" else [expr]
+    num: list[object] = []
+    den: list[object] = []
+    paren_den: list[object] = []
+    for f in factors:
+        if isinstance(f, _Fn) and f.head == "Pow" and len(f.args) == 2 and \
+                _value(_coeff_mul(f.args[1])[0]) < 0:
+            base, exp = f.args
+            if exp == -1:
+                if isinstance(base, _Fn) and base.head in ("Mul", "Pow") and len(base.args) != 1:
+                    paren_den.append(base)
+                den.append(base)
+            else:
+                c, tail = _coeff_mul(exp)
+                negated = -c if not _is_num(exp) else -exp  # type: ignore[operator]
+                new_exp = negated if _is_num(exp) else _mul(([] if negated == 1 else [negated]) +
+                                                            [tail])
+                den.append(_Fn("Pow", (base, new_exp)))
+        elif _is_rational(f):
+            r = Fraction(f)  # type: ignore[arg-type]
+            if r.numerator != 1:
+                num.append(r.numerator)
+            if r.denominator != 1:
+                den.append(r.denominator)
+        else:
+            num.append(f)
+    num = num or [1]
+    a_str = [_paren(f, prec, depth) for f in num]
+    b_str = [_paren(f, prec, depth) for f in den]
+    for item in paren_den:
+        i = den.index(item)
+        b_str[i] = f"({b_str[i]})"
+    if not den:
+        return sign + "*".join(a_str)
+    if len(den) == 1:
+        return sign + "*".join(a_str) + "/" + b_str[0]
+    return sign + "*".join(a_str) + "/(" + "*".join(b_str) + ")"
+
+
+def _print_pow(x: _Fn, depth: int) -> str:
+    base, exp = x.args
+    if exp == Fraction(1, 2):
+        return f"sqrt({_print(base, depth + 1)})"
+    if exp == Fraction(-1, 2):
+        return f"1/sqrt({_print(base, depth + 1)})"
+    if exp == -1 and not isinstance(exp, _Float):
+        return f"1/{_paren(base, _P_POW, depth)}"
+    return f"{_paren(base, _P_POW, depth)}**{_paren(exp, _P_POW, depth)}"
 
 
 @lru_cache(maxsize=65536)
@@ -329,7 +562,7 @@ def render_expr(srepr_text: str) -> str:
     """`Add(Symbol('s77', ...), Integer(2))` -> `s77 + 2`; unparseable text is
     returned unchanged (shown, never evaluated)."""
     try:
-        return _print(_norm(parse_srepr(srepr_text)))
+        return _print(_to_expr(parse_srepr(srepr_text)))
     except (ExprSyntaxError, RecursionError, ZeroDivisionError, TypeError, ValueError,
             OverflowError):
         return srepr_text

@@ -1,0 +1,232 @@
+"""Corpus for the listing fidelity test: real torch exports, saved, loaded back.
+
+Every case is a real `torch.export` of a module (PyTorch's ExportDB examples,
+tiny HuggingFace models built from configs, hand-written modules that hit the
+corners of the printer: multi-output ops, symbolic arithmetic, control flow,
+mutations, constants, dtypes, kwargs), saved with torch's own writers. The
+reference text is what torch prints after loading the same file:
+`torch.export.load(F).graph_module.print_readable()` (or `load_pt2(F)` for a
+multi-program archive), so the comparison is against torch's deserializer and
+FX's code generator, not against our idea of them.
+
+Run it directly for a quick report without pytest:
+    .venv/bin/python tests/unit/fidelity_cases.py [NAME_SUBSTRING ...]
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# FX ends a statement with `;  a = b = None` where values die; the listing
+# leaves those out (issue 2 says to ignore them).
+_DEAD_TAIL = re.compile(r";  (?:[A-Za-z_][A-Za-z_0-9]* = )+None$")
+
+
+def normalize(text_or_lines: str | list[str]) -> list[str]:
+    """Non-blank lines, stripped, without FX's `;  x = None` tails."""
+    lines = text_or_lines.split("\n") if isinstance(text_or_lines, str) else text_or_lines
+    out = []
+    for line in lines:
+        line = _DEAD_TAIL.sub("", line.rstrip()).strip()
+        if line:
+            out.append(line)
+    return out
+
+
+@dataclass
+class Comparison:
+    case: str
+    group: str
+    program: str
+    theirs: list[str]
+    ours: list[str]
+    matched: int = 0
+    diff: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        sm = difflib.SequenceMatcher(None, self.theirs, self.ours, autojunk=False)
+        self.matched = sum(b.size for b in sm.get_matching_blocks())
+        if self.matched != len(self.theirs) or len(self.ours) != len(self.theirs):
+            self.diff = list(difflib.unified_diff(self.theirs, self.ours, "torch", "ours",
+                                                  lineterm="", n=0))
+
+    @property
+    def total(self) -> int:
+        # Extra lines of ours count against us too.
+        return max(len(self.theirs), len(self.ours))
+
+    @property
+    def ratio(self) -> float:
+        return self.matched / self.total if self.total else 1.0
+
+    @property
+    def file_lines(self) -> tuple[int, int]:
+        """(`# File:` comment lines of torch's that we reproduce, how many torch has)."""
+        ours = set(self.ours)
+        theirs = [line for line in self.theirs if line.startswith("# File:")]
+        return sum(1 for line in theirs if line in ours), len(theirs)
+
+
+@dataclass
+class Archive:
+    name: str
+    group: str
+    path: Path
+    multi: bool = False
+
+
+@dataclass
+class Skip:
+    name: str
+    stage: str  # export / save / load
+    reason: str
+
+
+# --- building --------------------------------------------------------------------
+
+Builder = Callable[[], "dict[str, Any] | Any"]
+
+
+def _exportdb_builders() -> Iterator[tuple[str, str, Builder]]:
+    import torch
+    from torch._export.db.examples import all_examples
+
+    for name, case in sorted(all_examples().items()):
+        def build(case: Any = case) -> Any:
+            model = case.model
+            if not isinstance(model, torch.nn.Module):
+                # a few cases are plain functions; export wants a module
+                fn = model
+
+                class Wrap(torch.nn.Module):
+                    def forward(self, *a: Any, **k: Any) -> Any:
+                        return fn(*a, **k)
+                model = Wrap()
+            return torch.export.export(model, case.example_args, case.example_kwargs,
+                                       dynamic_shapes=case.dynamic_shapes)
+        yield f"exportdb/{name}", "exportdb", build
+    # strict mode (dynamo) gives other names, stack traces and node shapes
+    for name in ("cond_branch_class_method", "cond_operands", "dynamic_shape_map",
+                 "constrain_as_size_example", "list_unpack", "dictionary",
+                 "user_input_mutation", "dynamic_shape_constructor"):
+        case = all_examples().get(name)
+        if case is None:
+            continue
+
+        def build_strict(case: Any = case) -> Any:
+            return torch.export.export(case.model, case.example_args, case.example_kwargs,
+                                       dynamic_shapes=case.dynamic_shapes, strict=True)
+        yield f"exportdb-strict/{name}", "exportdb", build_strict
+
+
+def build_corpus(out_dir: Path, only: list[str] | None = None) -> tuple[list[Archive], list[Skip]]:
+    """Export, save and reload every case; returns what torch could round-trip."""
+    import torch
+
+    from fidelity_models import custom_builders, hf_builders
+
+    archives: list[Archive] = []
+    skipped: list[Skip] = []
+    builders = list(_exportdb_builders()) + list(custom_builders()) + list(hf_builders())
+    for name, group, build in builders:
+        if only and not any(s in name for s in only):
+            continue
+        path = out_dir / (name.replace("/", "__") + ".pt2")
+        try:
+            result = build()
+        except Exception as exc:  # noqa: BLE001 - a case torch cannot export is skipped
+            skipped.append(Skip(name, "export", _why(exc)))
+            continue
+        multi = isinstance(result, dict)
+        try:
+            if multi:
+                from torch.export.pt2_archive._package import package_pt2
+                package_pt2(str(path), exported_programs=result)
+            else:
+                torch.export.save(result, str(path))
+        except Exception as exc:  # noqa: BLE001
+            skipped.append(Skip(name, "save", _why(exc)))
+            continue
+        archives.append(Archive(name, group, path, multi))
+    return archives, skipped
+
+
+def _why(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip().split("\n")[0]
+    return text[:160]
+
+
+# --- comparing --------------------------------------------------------------------
+
+def torch_texts(archive: Archive) -> dict[str, str]:
+    """What torch prints for each program of the archive after loading it."""
+    import torch
+
+    if archive.multi:
+        from torch.export.pt2_archive._package import load_pt2
+        programs = load_pt2(str(archive.path)).exported_programs
+    else:
+        programs = {"model": torch.export.load(str(archive.path))}
+    return {name: ep.graph_module.print_readable(print_output=False)
+            for name, ep in programs.items()}
+
+
+def compare(archive: Archive) -> list[Comparison]:
+    from inspector.core.archive import open_archive
+    from inspector.core.listing import render_listing
+
+    texts = torch_texts(archive)
+    out = []
+    with open_archive(archive.path) as arc:
+        for name, text in texts.items():
+            ours = render_listing(arc.program(name)).lines
+            out.append(Comparison(archive.name, archive.group, name, normalize(text),
+                                  normalize(ours)))
+    return out
+
+
+def table(comparisons: list[Comparison], skipped: list[Skip]) -> str:
+    rows = [f"{'case':58} {'program':10} {'match':>11} {'ratio':>8} {'# File':>9}"]
+    for c in comparisons:
+        fm, ft = c.file_lines
+        rows.append(f"{c.case:58} {c.program:10} {c.matched:>5}/{c.total:<5} "
+                    f"{100 * c.ratio:7.2f}% {fm:>4}/{ft:<4}")
+    matched = sum(c.matched for c in comparisons)
+    total = sum(c.total for c in comparisons)
+    fm = sum(c.file_lines[0] for c in comparisons)
+    ft = sum(c.file_lines[1] for c in comparisons)
+    rows.append(f"TOTAL {len(comparisons)} programs: {matched}/{total} lines identical "
+                f"({100 * matched / max(total, 1):.3f}%), `# File:` lines {fm}/{ft}")
+    for s in skipped:
+        rows.append(f"skipped {s.name} ({s.stage}): {s.reason}")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import transformers  # noqa: F401  (HF output types must be registered for load)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        archives, skipped = build_corpus(Path(tmp), sys.argv[1:] or None)
+        comps: list[Comparison] = []
+        for a in archives:
+            try:
+                comps.extend(compare(a))
+            except Exception as exc:  # noqa: BLE001
+                traceback.print_exc()
+                skipped.append(Skip(a.name, "load/compare", _why(exc)))
+        for c in comps:
+            if c.diff:
+                print(f"--- {c.case}:{c.program}")
+                for line in c.diff[:60]:
+                    print("   ", line[:300])
+        print(table(comps, skipped))

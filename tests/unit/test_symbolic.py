@@ -1,0 +1,162 @@
+"""render_expr(srepr(e)) against str(e), with sympy and torch's own sympy classes.
+
+The product never runs sympy on file content; these tests use sympy (it comes
+with torch) only as the reference printer. Expressions are the kinds torch
+writes into `tensor_values[*].sizes` / `sym_int_values`: symbols with
+assumptions, sums and products of them, FloorDiv / CleanDiv / Mod /
+PythonMod / Max / Min, relationals and their conjunctions, and hostile text
+that must come back unchanged without being run.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+sympy = pytest.importorskip("sympy")
+functions = pytest.importorskip("torch.utils._sympy.functions")
+
+from inspector.core.symbolic import parse_srepr, render_expr, symbols_in  # noqa: E402
+
+FloorDiv, CleanDiv, Mod, PythonMod = (functions.FloorDiv, functions.CleanDiv,
+                                      functions.Mod, functions.PythonMod)
+Max, Min, Identity = functions.Max, functions.Min, functions.Identity
+
+
+def _syms() -> list:
+    # torch's naming: s<N> backed sizes, u<N> unbacked, ps/zf... in float land
+    return [sympy.Symbol(n, integer=True, positive=True)
+            for n in ("s0", "s1", "s9", "s10", "s27", "s77", "s53")] + \
+           [sympy.Symbol(n, integer=True) for n in ("u0", "u1")]
+
+
+S = _syms()
+s0, s1, s9, s10, s27, s77, s53, u0, u1 = S
+
+
+def _check(e: object) -> None:
+    text = sympy.srepr(e)
+    assert render_expr(text) == str(e), text
+
+
+HAND_PICKED = [
+    s0, s0 + 1, s0 - 1, 1 - s0, 2 * s0, -s0, -2 * s0 + 3, s0 * s1, s0 * s1 * 2,
+    s0 + s1, s1 + s0 + s9, s10 + s9, s27 * s77 + s53, s0 ** 2, s0 ** 2 + s0 + 1,
+    s0 * s1 - s0, 3 * s0 * s1 + 2 * s1 ** 2 - 7, (s0 + 1) * s1, (s0 + 1) * (s1 - 1),
+    -(s0 + 1) * s1, s0 / 2, s0 / s1, (s0 + 1) / 3, s0 / (s1 * s9), 1 / s0,
+    s0 ** -2, sympy.sqrt(s0), 1 / sympy.sqrt(s0), s0 ** sympy.Rational(3, 2),
+    FloorDiv(s0, 2), FloorDiv(s0 - 1, 2) + 1, FloorDiv(s53 - 1, 2) + 1,
+    FloorDiv(2 * s0, 3), FloorDiv(s0 * s1, s9), FloorDiv(FloorDiv(s0, 2), 3) * 2,
+    CleanDiv(s0 * 4, 2 + s1), Mod(s0, 3) + 1, Mod(s0 * s1, 4), PythonMod(s0 + 2, 5),
+    Max(1, s0), Max(s0, s1), Min(s0, 2 * s1), Max(2, s0 - 1) * s1, Max(s0, s1, 4) + 1,
+    Min(s0 + 1, FloorDiv(s1, 2)), Identity(s0 + 1),
+    sympy.Eq(s0, 2), sympy.Ne(s0, s1), s0 < 3, s0 <= s1, s0 > 2 * s1, s0 >= 4,
+    sympy.Lt(FloorDiv(s0, 2), 3), sympy.And(s0 < 3, s1 > 2), sympy.Or(s0 < 3, sympy.Eq(s1, 2)),
+    sympy.Not(s0 < 3), sympy.Eq(Mod(s0, 2), 0), u0 + u1, u0 - 1, -u0 + 5, u0 * s0 - u1,
+    s0 * 1024 + s1 * 4 + 7, 4096 * s0, s0 * s1 * s9 + s0 * s1, s0 ** 3 * s1 + s0 * s1 ** 3,
+    sympy.oo, -sympy.oo, sympy.Integer(7), sympy.Integer(-7), sympy.Rational(-3, 4),
+    sympy.Float(2.5), s0 + sympy.Float(2.5), sympy.Float(1e-7), sympy.Float(1e20),
+    sympy.Float(-0.1) * s0, sympy.true, sympy.false,
+    functions.TruncToInt(sympy.Symbol("zf0", real=True)),
+    functions.ToFloat(s0) / 2, functions.FloatTrueDiv(functions.ToFloat(s0), 2.0),
+    functions.IntTrueDiv(s0, s1), functions.PowByNatural(s0, 2) + 1,
+    functions.FloatPow(functions.ToFloat(s0), 2.0), functions.ModularIndexing(s0, 2, 4),
+    functions.Where(s0 > 2, s1, s9), functions.CeilToInt(functions.ToFloat(s0) / 3),
+    functions.OpaqueUnaryFn_sqrt(functions.ToFloat(s0)), s0 * Mod(s1, 3),
+    s0 * FloorDiv(s1, 3) + 2, -FloorDiv(s0, 2), 2 * Max(s0, s1), s0 * (s1 + FloorDiv(s9, 2)),
+]
+
+
+@pytest.mark.parametrize("e", HAND_PICKED, ids=lambda e: sympy.srepr(e)[:60])
+def test_matches_sympy_str(e: object) -> None:
+    _check(e)
+
+
+def _random_expr(rng: random.Random, depth: int) -> object:
+    leaves = S[:6] + [sympy.Integer(rng.choice([1, 2, 3, 4, 8, 64, -1, -2]))]
+    if depth <= 0 or rng.random() < 0.25:
+        return rng.choice(leaves)
+    kind = rng.choice(["add", "add", "mul", "mul", "sub", "floordiv", "mod", "max", "min",
+                       "pow", "neg"])
+    a = _random_expr(rng, depth - 1)
+    b = _random_expr(rng, depth - 1)
+    if kind == "add":
+        return a + b
+    if kind == "sub":
+        return a - b
+    if kind == "mul":
+        return a * b
+    if kind == "floordiv":
+        return FloorDiv(a, rng.choice([2, 3, 4, s1]))
+    if kind == "mod":
+        return Mod(a, rng.choice([2, 3, 8]))
+    if kind == "max":
+        return Max(a, b)
+    if kind == "min":
+        return Min(a, b)
+    if kind == "pow":
+        return a ** rng.choice([2, 3])
+    return -a
+
+
+def test_random_expressions_match_sympy() -> None:
+    """Sums, products and torch functions of the kind shape arithmetic builds."""
+    rng = random.Random(1234)
+    mismatches = []
+    checked = 0
+    for _ in range(1500):
+        try:
+            e = _random_expr(rng, rng.randint(1, 4))
+        except Exception:  # noqa: BLE001 - torch's eval refuses some combinations
+            continue
+        if not isinstance(e, sympy.Basic):
+            continue
+        text = sympy.srepr(e)
+        checked += 1
+        if render_expr(text) != str(e):
+            mismatches.append((str(e), render_expr(text), text))
+    assert checked > 1000
+    assert not mismatches, (len(mismatches), checked, mismatches[:10])
+
+
+HOSTILE = [
+    "__import__('os').system('touch /tmp/pwned_by_pt2')",
+    "Symbol('s0').__class__.__mro__",
+    "eval('1+1')",
+    "lambda: 0",
+    "Add(Symbol('s0'), __import__('os'))",
+    "Integer(1" * 5000,
+    "Add(" * 200 + "Integer(1)" + ")" * 200,
+    "Symbol('s0'); import os",
+    "[x for x in ().__class__.__base__.__subclasses__()]",
+    "Symbol(\"s0\\\"), os.system(\\\"x\")",
+    "",
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE, ids=range(len(HOSTILE)))
+def test_hostile_text_is_returned_not_run(text: str, tmp_path: object) -> None:
+    import os
+
+    out = render_expr(text)
+    assert isinstance(out, str)
+    assert not os.path.exists("/tmp/pwned_by_pt2")
+    # what is outside the grammar comes back verbatim
+    if "__import__" in text or "lambda" in text or "eval" in text or ";" in text:
+        assert out == text
+
+
+def test_unknown_functions_print_like_sympy_functions() -> None:
+    assert render_expr("Foo(Symbol('s0', integer=True), Integer(2))") == "Foo(s0, 2)"
+
+
+def test_symbols_in() -> None:
+    e = FloorDiv(s77 * s0 + 1, 2)
+    assert sorted(symbols_in(sympy.srepr(e))) == ["s0", "s77"]
+    assert symbols_in("not an expression ((") == []
+
+
+def test_parse_keeps_its_tree_shape() -> None:
+    tree = parse_srepr("Add(Symbol('s0', integer=True, positive=True), Integer(2))")
+    assert tree.head == "Add" and len(tree.args) == 2
