@@ -164,3 +164,26 @@ def test_export_without_output_folder_is_a_clear_error(tmp_path):
     proc = _cli("export", "-o", str(tmp_path / "missing" / "x.pt2"), cwd=tmp_path)
     assert proc.returncode == 2
     assert "does not exist" in proc.stderr
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
+def test_cli_ctrl_c_cancels_the_child_and_writes_nothing(tmp_path):
+    import signal
+
+    proc = subprocess.Popen([sys.executable, "-m", "inspector", "export", "-o", "out.pt2"],
+                            cwd=tmp_path, env=child_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    deadline = time.monotonic() + 60
+    kids: list[str] = []
+    while not kids and time.monotonic() < deadline and proc.poll() is None:
+        kids = children.read_text().split() if children.exists() else []
+        time.sleep(0.05)  # polling for the child to exist, not waiting for work
+    assert kids, "the CLI never started its export child"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 130
+    assert err.strip().splitlines()[-1] == "error: interrupted (Ctrl+C); nothing was written"
+    assert not Path(f"/proc/{kids[0]}").exists() or "Z" in Path(
+        f"/proc/{kids[0]}/stat").read_text().split()[2]
+    assert list(tmp_path.iterdir()) == []

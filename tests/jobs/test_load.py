@@ -1,0 +1,146 @@
+"""jobs/load.py: the one vetted way to torch-load an archive.
+
+Hostile variants are made from the real tiny archive by rewriting one record."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+from jobs_helpers import rewrite_archive
+
+from inspector.core.errors import ArchiveError
+from inspector.jobs import load
+from inspector.jobs.load import UnsafeProgramError, UntrustedArchiveError
+
+
+class _Marker:
+    """Unpickling this creates a file: proof that something was unpickled."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (Path.touch, (Path(self.path),))
+
+
+def _edit_json(target: str, change):
+    def edit(rel: str, data: bytes) -> bytes:
+        if rel != target:
+            return data
+        doc = json.loads(data)
+        change(doc)
+        return json.dumps(doc).encode()
+    return edit
+
+
+def test_vet_accepts_the_real_archive(tiny_archive):
+    vetted = load.vet(tiny_archive)
+    assert vetted.program_names == ["decoder", "encoder"]
+    assert vetted.needs_transformers  # the encoder returns BaseModelOutputWithPooling
+    assert vetted.trusted == []
+    assert vetted.info is not None and vetted.info["spec"]["seq_max"] == 64
+
+
+def test_missing_program_is_named(tiny_archive, tmp_path):
+    only_enc = rewrite_archive(tiny_archive, tmp_path / "enc.pt2",
+                               lambda rel, d: None if "decoder" in rel else d)
+    with pytest.raises(ArchiveError, match="no program 'decoder'.*programs: encoder"):
+        load.vet(only_enc, programs=["encoder", "decoder"])
+
+
+def test_pickled_weight_needs_trust_and_is_named(tiny_archive, tmp_path):
+    def make_pickled(doc):
+        meta = doc["config"]["decoder.transformer.ln_f.bias"]
+        meta["use_pickle"] = True
+
+    bad = rewrite_archive(tiny_archive, tmp_path / "p.pt2",
+                          _edit_json("data/weights/decoder_weights_config.json", make_pickled))
+    with pytest.raises(UntrustedArchiveError, match="would run code") as info:
+        load.vet(bad)
+    assert any(r.startswith("data/weights/weight_") for r in info.value.records)
+    assert "--trust" in str(info.value)
+    assert load.vet(bad, trust=True).trusted  # consent given: named, then allowed
+
+
+@pytest.mark.parametrize("record", ["data/aotinductor/model/model.so",
+                                    "data/constants/custom_obj_0"])
+def test_code_records_are_refused_without_trust(tiny_archive, tmp_path, record):
+    bad = rewrite_archive(tiny_archive, tmp_path / "c.pt2", add={record: b"\x7fELF"})
+    with pytest.raises(UntrustedArchiveError) as info:
+        load.vet(bad)
+    assert record in info.value.records and record in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d["graph_module"]["graph"]["nodes"][0].__setitem__(
+            "target", "torch.ops.load_library"), "node target 'torch.ops.load_library'"),
+        (lambda d: d["graph_module"]["graph"]["nodes"][0].__setitem__(
+            "target", "builtins.exec"), "node target 'builtins.exec'"),
+        (lambda d: d["guards_code"].append("__import__('os').system('id')"),
+         "outside the guard grammar"),
+        (lambda d: d["range_constraints"].__setitem__("__import__('os')", {}),
+         "is not a symbol name"),
+        (lambda d: _first_expr(d).__setitem__("expr_str", "__import__('os').system('id')"),
+         "outside the srepr grammar"),
+        (lambda d: _first_expr(d).__setitem__("expr_str", "Function(Symbol('s1'))"),
+         "unknown function 'Function'"),
+        (lambda d: _first_expr(d).__setitem__("expr_str", "Symbol('__class__')"),
+         "unexpected string"),
+    ],
+)
+def test_unsafe_strings_in_the_program_are_refused_even_with_trust(tiny_archive, tmp_path,
+                                                                   change, message):
+    bad = rewrite_archive(tiny_archive, tmp_path / "u.pt2",
+                          _edit_json("models/decoder.json", change))
+    with pytest.raises(UnsafeProgramError, match=message.replace("(", r"\(")):
+        load.vet(bad, trust=True)
+
+
+def _first_expr(doc):
+    for tv in doc["graph_module"]["graph"]["tensor_values"].values():
+        for size in tv["sizes"]:
+            if "as_expr" in size:
+                return size["as_expr"]
+    raise AssertionError("no symbolic size in the program")
+
+
+def test_guards_and_exprs_of_a_real_export_pass_the_grammar():
+    load.check_guard("L['input_ids'].size()[0] == L['encoder_hidden_states'].size()[0]", "t")
+    load.check_guard("2*L['x'].size()[1] <= 512 and L['x'].stride()[0] >= 1", "t")
+    load.check_expr("Min(Integer(256), Mul(Integer(256), Symbol('s70', positive=True, "
+                    "integer=True)))", "t")
+    load.check_expr("FloorDiv(Symbol('s0', integer=True), Integer(2))", "t")
+    load.check_expr("s70", "t")
+
+
+def test_load_never_unpickles_sample_inputs(tiny_archive, tmp_path):
+    marker = tmp_path / "unpickled"
+    payload = pickle.dumps(_Marker(str(marker)))
+    # Sanity: this payload does run code when unpickled.
+    pickle.loads(payload)
+    assert marker.exists()
+    marker.unlink()
+
+    evil = rewrite_archive(
+        tiny_archive, tmp_path / "evil.pt2",
+        lambda rel, d: payload if rel.startswith("data/sample_inputs/") else d)
+    vetted, programs = load.load(evil)
+    assert not marker.exists()
+    assert set(programs) == {"decoder", "encoder"}
+    assert programs["decoder"].example_inputs is None
+
+    import torch
+
+    dec = programs["decoder"].module()
+    hidden = torch.zeros(2, 50, 64)
+    logits = dec(torch.ones(2, 3, dtype=torch.long), hidden)
+    assert logits.shape == (2, 3, 1024)
+    # raw weights came through intact (same bytes as the eager weights path)
+    weights = load.load_state_dicts(vetted)["decoder"]
+    assert torch.equal(programs["decoder"].state_dict["decoder.lm_head.weight"],
+                       weights["decoder.lm_head.weight"])
