@@ -282,6 +282,10 @@ def _class_key(x: object) -> tuple:
     return (2, 0, "Atom")
 
 
+# Memoized: sorting a Mul/Add computes its children's keys, and each child's key
+# sorts its own children again, so without a cache the work doubles per level
+# (a hostile 60-level `Mul(Mul(...))` took hours). Trees are frozen, so hashable.
+@lru_cache(maxsize=65536, typed=True)
 def _sort_key(x: object) -> tuple:
     """sympy's default_sort_key (Expr.sort_key / Symbol.sort_key / Basic.sort_key)."""
     if _is_num(x):
