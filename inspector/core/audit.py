@@ -73,6 +73,7 @@ _SIZE_ARG_NAMES = frozenset({
     "repeats", "output_size", "new_size",
 })
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+_DEVICE_KINDS = frozenset({"as_device", "as_string_to_argument"})
 _PINNED_GUARD = re.compile(r"==\s*-?\d+\s*$|^\s*-?\d+\s*==")
 
 
@@ -280,6 +281,12 @@ def _device_args(node: Node) -> Iterable[tuple[str, Device]]:
 def _device_literals(ctx: _Context) -> None:
     target = ctx.target
     for node in ctx.program.all_nodes():
+        # Cheap test first: 100k nodes, a few dozen with a device argument.
+        for inp in node.inputs:
+            if inp.arg.kind in _DEVICE_KINDS:
+                break
+        else:
+            continue
         for arg_name, device in _device_args(node):
             bad = ctx.differs(device)
             op = node.op_name
@@ -447,6 +454,11 @@ def _literal_example_sizes(ctx: _Context) -> None:
     for graph in ctx.program.graphs():
         tv = graph.tensor_values
         for node in graph.nodes:
+            for inp in node.inputs:
+                if inp.name in _SIZE_ARG_NAMES:
+                    break
+            else:
+                continue
             hits = [(a, v) for a, v in _literal_sizes(node) if v in by_value]
             if not hits:
                 continue
@@ -503,8 +515,13 @@ def _portability(ctx: _Context) -> None:
                 fix=f"import {package} before torch.export.load, or return plain "
                     "tuples/dicts from forward before exporting")
     first: dict[str, tuple[Node, int]] = {}
+    namespaces: dict[str, str | None] = {}  # a program has few distinct targets
     for node in program.all_nodes():
-        ns = _custom_namespace(node.target)
+        target = node.target
+        if target in namespaces:
+            ns = namespaces[target]
+        else:
+            ns = namespaces[target] = _custom_namespace(target)
         if ns is None:
             continue
         if ns in first:
