@@ -83,10 +83,16 @@ def smoke(flavor: str, bundle: Path) -> int:
         r = s.run("audit", str(demo))
         s.check(f"audit DEMO (exit {r.returncode}: 0 clean, 1 findings)",
                 r.returncode in (0, 1) and "Traceback" not in r.stderr, r.stdout + r.stderr)
-        png = Path(tmp) / "window.png"
+        png, empty = Path(tmp) / "window.png", Path(tmp) / "empty.png"
         r = s.run("--screenshot", str(png), str(demo))
         shot_ok = r.returncode == 0 and png.is_file() and png.stat().st_size > 10_000
         s.check("--screenshot PNG DEMO (window rendered offscreen)", shot_ok, r.stdout + r.stderr)
+        if shot_ok:
+            # An archive that failed to open leaves the empty start page: compare.
+            r = s.run("--screenshot", str(empty))
+            s.check("the screenshot shows the archive, not the empty window",
+                    r.returncode == 0 and empty.is_file()
+                    and empty.read_bytes() != png.read_bytes(), r.stdout + r.stderr)
         if shot_ok:
             keep = bundle.parent / f"{NAMES[flavor]}-smoke.png"
             shutil.copy(png, keep)
