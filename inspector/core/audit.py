@@ -137,6 +137,14 @@ def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
                                           -1 if f.line is None else f.line))
 
 
+def counts(findings: Iterable[Finding]) -> dict[str, dict[str, int]]:
+    """{rule: {severity: n}} for every rule (zeros included), e.g. for panel headers."""
+    out = {rule: dict.fromkeys(SEVERITIES, 0) for rule in RULES}
+    for f in findings:
+        out.setdefault(f.rule, dict.fromkeys(SEVERITIES, 0))[f.severity] += 1
+    return out
+
+
 # --- entry points -------------------------------------------------------------
 
 def audit_archive(archive: Archive, *, target: Device | None = None,

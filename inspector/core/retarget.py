@@ -22,6 +22,7 @@ import struct
 import secrets
 import time
 import zipfile
+import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -279,9 +280,13 @@ def _write_zip(src: Path, out: Path, top: str, replacements: dict[str, bytes],
     except BaseException as exc:
         with contextlib.suppress(OSError):
             tmp.unlink()
-        if isinstance(exc, (zipfile.BadZipFile, EOFError, zipfile.LargeZipFile)):
+        if isinstance(exc, InspectorError) or not isinstance(exc, Exception):
+            raise  # our own errors, cancels, Ctrl+C
+        if isinstance(exc, (zipfile.BadZipFile, EOFError, zipfile.LargeZipFile, RuntimeError,
+                            NotImplementedError, zlib.error)):
+            # corrupt data (bad CRC), encrypted or unsupported-compression records
             raise ArchiveError(f"{src.name} cannot be copied ({exc})") from None
-        if isinstance(exc, OSError) and not isinstance(exc, InspectorError):
+        if isinstance(exc, OSError):
             raise RetargetError(f"cannot write {str(out)!r} ({exc.strerror or exc})") from None
         raise
     return copied, nbytes

@@ -259,3 +259,10 @@ def test_parse_device() -> None:
     for bad in ("", "cuda:", "cuda1", "gpu", "cuda:-1", "cpu:3", "cuda:0:1"):
         with pytest.raises(DeviceNameError):
             parse_device(bad)
+
+
+def test_counts_per_rule(devices_pt2: Path) -> None:
+    table = audit.counts(_findings(devices_pt2, target=parse_device("cuda")))
+    assert set(table) == set(audit.RULES)
+    assert table[audit.DEVICE_LITERAL][audit.ERROR] >= 5
+    assert table[audit.PORTABILITY] == {"error": 0, "warning": 0, "info": 0}

@@ -218,3 +218,16 @@ def test_rewrite_walks_deep_documents_without_recursion() -> None:
     counts, olds = rewrite_devices(doc, {"type": "cuda", "index": 0})
     assert counts["as_device"] == 1 and olds == {"cpu": 1}
     assert inner[0] == {"as_device": {"type": "cuda", "index": 0}, "device": "not a device"}
+
+
+def test_corrupt_weight_is_an_archive_error_and_leaves_nothing(devices_pt2: Path,
+                                                               tmp_path: Path) -> None:
+    bad = tmp_path / "corrupt.pt2"
+    data = bytearray(devices_pt2.read_bytes())
+    with zipfile.ZipFile(devices_pt2) as z:
+        weight = next(i for i in z.infolist() if i.filename.endswith("weights/weight_0"))
+    data[_data_offset(devices_pt2, weight)] ^= 0xFF  # the CRC no longer matches
+    bad.write_bytes(bytes(data))
+    with pytest.raises(ArchiveError, match="cannot be copied"):
+        retarget(bad, tmp_path / "out.pt2", "cuda")
+    assert _listdir(tmp_path) == {"corrupt.pt2"}
