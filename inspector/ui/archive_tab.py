@@ -78,6 +78,11 @@ class ArchiveTab(QWidget):
         first = next((i for i, n in enumerate(view.listing.line_nodes) if n is not None), 0)
         self.listing.set_current_line(first)
 
+    def view_completed(self, view: ProgramView) -> None:
+        """The search index of a big program arrived after its first paint."""
+        if view is self.view and self.search.text():
+            self.search.emit_query()
+
     def _program_picked(self, name: str) -> None:
         if not name:
             return
@@ -118,6 +123,9 @@ class ArchiveTab(QWidget):
     def run_search(self, text: str, case: bool, regex: bool) -> None:
         if self.view is None:
             return
+        if self.view.index is None and text:
+            self.search.count.setText("indexing…")
+            return  # run again by view_completed()
         if not text:
             self.result = None
             self.listing.set_matches([], None)

@@ -8,7 +8,11 @@ at the bottom.
 
 from __future__ import annotations
 
+import gc
+import threading
+import time
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,15 +49,23 @@ class ModuleInfo:
 
 @dataclass
 class ProgramView:
+    """A program ready to show. `index`, `users` and `modules` arrive in a second
+    step (complete_view) for big programs, so the listing paints first."""
+
     name: str
     program: Program
     listing: Listing
-    index: SearchIndex
     line_graph: list[str]  # line -> name of the graph it belongs to
-    users: dict[tuple[str, str], list[int]]  # (graph, value) -> lines reading it
-    modules: dict[str, ModuleInfo]  # path -> info (ancestors included)
-    weights: list[WeightRow]
-    seconds: float = 0.0
+    index: SearchIndex | None = None
+    users: dict[tuple[str, str], list[int]] | None = None  # (graph, value) -> reader lines
+    modules: dict[str, ModuleInfo] | None = None  # path -> info (ancestors included)
+    weights: list[WeightRow] = field(default_factory=list)
+    seconds: float = 0.0  # reading + listing (what the first paint waited for)
+    index_seconds: float = 0.0
+
+    @property
+    def complete(self) -> bool:
+        return self.index is not None
 
     @property
     def node_count(self) -> int:
@@ -69,10 +81,15 @@ class ProgramView:
         return self.listing.definitions.get((self.graph_at(line), name))
 
     def users_of(self, name: str, line: int) -> list[int]:
-        return self.users.get((self.graph_at(line), name), [])
+        return (self.users or {}).get((self.graph_at(line), name), [])
+
+    def source_lines(self, file: str, line: int) -> list[int]:
+        return self.index.source_lines(file, line) if self.index is not None else []
 
     def module_lines(self, path: str) -> list[int]:
         """Lines of the nodes inside module `path` (its submodules included)."""
+        if self.index is None or self.modules is None:
+            return []
         table = self.index.keys["module"]
         prefix = path + "."
         lines: set[int] = set()
@@ -93,16 +110,64 @@ class ArchiveDoc:
         return self.archive.program_names
 
 
-def build_program_view(archive: Archive, name: str) -> ProgramView:
-    import time
+# Programs above this size are shown before their search index is built.
+SPLIT_ABOVE_NODES = 20_000
 
+
+@contextmanager
+def gc_paused():
+    """Parsing builds millions of small containers; the cycle collector would
+    rescan them over and over (measured: orjson on 200 MB took 22 s with it,
+    5 s without). Pause it while building, then freeze what was built so later
+    collections skip it (scrolling must never hit a multi-second collection)."""
+    with _gc_lock:
+        _gc_depth[0] += 1
+        gc.disable()
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_depth[0] -= 1
+            if _gc_depth[0] == 0:
+                gc.freeze()
+                gc.enable()
+
+
+_gc_lock = threading.Lock()
+_gc_depth = [0]
+
+
+def release_frozen() -> None:
+    """After closing a tab: let the collector see (and free) what was frozen."""
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
+
+
+def build_program_view(archive: Archive, name: str, complete: bool | None = None) -> ProgramView:
+    """Read and list a program; also index it unless it is big and `complete`
+    is None (then the caller runs complete_view after showing it)."""
     t0 = time.perf_counter()
-    program = archive.program(name)
-    listing = render_listing(program)
-    index = SearchIndex(listing)
-    view = ProgramView(name, program, listing, index, _line_graphs(program, listing),
-                       _users(program, listing), _modules(program), _weights(archive, name, program))
+    with gc_paused():
+        program = archive.program(name)
+        listing = render_listing(program)
+        view = ProgramView(name, program, listing, _line_graphs(program, listing),
+                           weights=_weights(archive, name, program))
     view.seconds = time.perf_counter() - t0
+    if complete or (complete is None and program.node_count <= SPLIT_ABOVE_NODES):
+        complete_view(view)
+    return view
+
+
+def complete_view(view: ProgramView) -> ProgramView:
+    t0 = time.perf_counter()
+    with gc_paused():
+        index = SearchIndex(view.listing)
+        users = _users(view.program, view.listing)
+        modules = _modules(view.program)
+    # publish together: the GUI thread checks `index` to know all three are there
+    view.users, view.modules, view.index = users, modules, index
+    view.index_seconds = time.perf_counter() - t0
     return view
 
 
@@ -237,7 +302,9 @@ class Task(QRunnable):
         super().__init__()
         self.fn, self.args = fn, args
         self.signals = _Signals()
-        self.setAutoDelete(True)
+        # Python owns the task (the window keeps it until its signal arrives): a C++
+        # auto-delete would free it under the Python wrapper.
+        self.setAutoDelete(False)
 
     def run(self) -> None:
         try:

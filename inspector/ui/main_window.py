@@ -29,7 +29,15 @@ from inspector.core.frames import parse_stack_trace
 from inspector.ui import settings as keys
 from inspector.ui.archive_tab import ArchiveTab
 from inspector.ui.details_pane import DetailsPane
-from inspector.ui.document import ArchiveDoc, ProgramView, Task, build_program_view, open_document
+from inspector.ui.document import (
+    ArchiveDoc,
+    ProgramView,
+    Task,
+    build_program_view,
+    complete_view,
+    open_document,
+    release_frozen,
+)
 from inspector.ui.module_tree import ModuleTree
 from inspector.ui.side_tables import SideTables
 from inspector.ui.source_pane import SourcePane
@@ -197,6 +205,7 @@ class MainWindow(QMainWindow):
         self.tabs.setCurrentIndex(index)
         if view is not None:
             tab.show_view(view)
+            self._complete(tab, view)
         self._update_empty()
         self._program_shown(tab)
         keys.add_recent_file(path)
@@ -222,7 +231,24 @@ class MainWindow(QMainWindow):
 
     def _program_loaded(self, tab: ArchiveTab, view: ProgramView) -> None:
         tab.show_view(view)
+        self._complete(tab, view)
         if tab is self.current_tab():
+            self._program_shown(tab)
+
+    def _complete(self, tab: ArchiveTab, view: ProgramView) -> None:
+        """Big programs paint first; their search index follows in the background."""
+        if view.complete:
+            return
+        self._start(f"Indexing {view.name} ({view.node_count:,} nodes) for search…",
+                    complete_view, view,
+                    on_done=lambda v: self._completed(tab, v),
+                    on_fail=lambda msg, det: self._failed(tab.doc.path, msg, det))
+
+    def _completed(self, tab: ArchiveTab, view: ProgramView) -> None:
+        if self.tabs.indexOf(tab) < 0:
+            return  # closed meanwhile
+        tab.view_completed(view)
+        if tab is self.current_tab() and tab.view is view:
             self._program_shown(tab)
 
     def close_tab(self, index: int) -> None:
@@ -232,7 +258,9 @@ class MainWindow(QMainWindow):
             self._history = [h for h in self._history if h[0] is not tab]
             self._hist_pos = len(self._history) - 1
             tab.doc.archive.close()
+            tab.doc.views.clear()
             tab.deleteLater()
+            QTimer.singleShot(0, release_frozen)
         self._update_empty()
 
     def _update_empty(self) -> None:
@@ -323,10 +351,11 @@ class MainWindow(QMainWindow):
         self.modules.set_view(view)
         self.tables.set_program(tab.doc, view)
         n_prog = len(tab.doc.program_names)
-        self.status_label.setText(
-            f"{tab.doc.path.name}: {n_prog} program{'s' if n_prog != 1 else ''} · "
-            f"{view.name}: {view.node_count:,} nodes, {len(view.listing):,} lines "
-            f"(read in {view.seconds:.2f} s)")
+        if not self.is_loading():
+            self.status_label.setText(
+                f"{tab.doc.path.name}: {n_prog} program{'s' if n_prog != 1 else ''} · "
+                f"{view.name}: {view.node_count:,} nodes, {len(view.listing):,} lines "
+                f"(read in {view.seconds:.2f} s)")
         self._line_changed(tab, tab.listing.current_line())
 
     def _line_changed(self, tab: ArchiveTab, line: int) -> None:
@@ -416,7 +445,7 @@ class MainWindow(QMainWindow):
         view = self.current_view()
         if view is None:
             return
-        self._source_nodes = view.index.source_lines(file, line)
+        self._source_nodes = view.source_lines(file, line)
         tab = self.current_tab()
         pos = 0
         if tab is not None:

@@ -40,7 +40,10 @@ class ModuleTree(QWidget):
         self.tree.blockSignals(True)
         self.tree.clear()
         self._items = {}
-        if view is not None:
+        if view is not None and view.modules is None:
+            self.tree.addTopLevelItem(QTreeWidgetItem(["indexing…", "", ""]))
+            self._view = None  # set again once the index is there
+        elif view is not None:
             totals: dict[str, int] = {}
             for path, info in view.modules.items():
                 # a node inside a.b.c counts for a.b.c, a.b and a

@@ -35,6 +35,9 @@ def export_toy(folder: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def toy_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    given = os.environ.get("PT2I_TEST_TOY_ARCHIVE")  # dev loop: reuse one export
+    if given:
+        return Path(given)
     return export_toy(tmp_path_factory.getbasetemp() / "toy-export")
 
 
