@@ -1,0 +1,122 @@
+"""Benchmark (issue 6): the run job's timing and event streaming vs a bare loop.
+
+Side by side in one run, interleaved, on CPU with the tiny preset:
+  bare  this file with --bare: load the archive the same way (jobs/load.py), then the
+        same greedy generation with one perf_counter around each whole generation:
+        no per-step timer, no events.
+  job   `python -m inspector.jobs run` (per-step timing, one sample event per token);
+        its result's total_ms is the same whole-generation time.
+Target (issue 6): job per generation <= 1.03x bare. Also reported: whole-process wall.
+
+    python tests/benchmarks/bench_run.py [ARCHIVE] [--batch N] [--tokens N] [--repeats N]
+                                         [--device DEV] [--mode export|eager]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+
+def bare(archive: str, batch: int, tokens: int, warmup: int, repeats: int, device: str) -> None:
+    import torch
+
+    from inspector.jobs import load
+    from inspector.jobs.generate import END, PAD, START
+
+    _, programs = load.load(archive, programs=["encoder", "decoder"])
+    dev = torch.device(device)
+    enc = programs["encoder"].module().to(dev)
+    dec = programs["decoder"].module().to(dev)
+    pixels = torch.randn((batch, 3, 224, 224), generator=torch.Generator().manual_seed(0)).to(dev)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    totals = []
+    with torch.no_grad():
+        for i in range(warmup + repeats):
+            sync()
+            t0 = time.perf_counter()
+            hidden = enc(pixels).last_hidden_state
+            ids = torch.full((batch, 1), START, dtype=torch.long, device=dev)
+            done = torch.zeros(batch, dtype=torch.bool, device=dev)
+            for _ in range(tokens):
+                nxt = dec(ids, hidden)[:, -1, :].argmax(-1)
+                nxt = torch.where(done, torch.full_like(nxt, PAD), nxt)
+                ids = torch.cat([ids, nxt[:, None]], dim=1)
+                done = done | (nxt == END)
+                if bool(done.all()):
+                    break
+            sync()
+            if i >= warmup:
+                totals.append((time.perf_counter() - t0) * 1000)
+    print(json.dumps({"runs_total_ms": totals, "token_ids": ids[:, 1:].tolist()}))
+
+
+def _export_tiny(path: Path) -> None:
+    from inspector.jobs.runner import run_job
+
+    run_job("export", ["--preset", "tiny", "--batch", "1:16", "--seq-len", "2:128",
+                       "-o", str(path)])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("archive", nargs="?")
+    parser.add_argument("--batch", type=int, default=2)
+    parser.add_argument("--tokens", type=int, default=64)
+    parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=5, help="generations per process")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved process pairs")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--bare", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.bare:
+        bare(args.archive, args.batch, args.tokens, args.warmup, args.repeats, args.device)
+        return 0
+
+    from inspector.jobs.runner import child_env, run_job
+
+    archive = Path(args.archive) if args.archive else Path.home() / ".cache" / \
+        "pt2-inspector-bench" / "tiny-run.pt2"
+    if not archive.exists():
+        archive.parent.mkdir(parents=True, exist_ok=True)
+        _export_tiny(archive)
+    common = ["--batch", str(args.batch), "--warmup", str(args.warmup),
+              "--repeats", str(args.repeats), "--device", args.device]
+    bare_cmd = [sys.executable, __file__, str(archive), "--bare", "--tokens", str(args.tokens),
+                *common]
+    bare_gen, job_gen, bare_wall, job_wall = [], [], [], []
+    same_tokens = True
+    for _ in range(args.rounds):
+        t0 = time.perf_counter()
+        out = subprocess.run(bare_cmd, capture_output=True, text=True, env=child_env(),
+                             check=True).stdout
+        bare_wall.append(time.perf_counter() - t0)
+        b = json.loads(out.strip().splitlines()[-1])
+        bare_gen += b["runs_total_ms"]
+        t0 = time.perf_counter()
+        j = run_job("run", [str(archive), "--max-tokens", str(args.tokens), *common])
+        job_wall.append(time.perf_counter() - t0)
+        job_gen += j["runs_total_ms"]
+        same_tokens &= j["token_ids"] == b["token_ids"]
+    bm, jm = statistics.median(bare_gen), statistics.median(job_gen)
+    print(f"{args.device}, tiny archive {archive.name}, batch {args.batch}, {args.tokens} tokens, "
+          f"{args.rounds} x {args.repeats} generations each (medians)")
+    print(f"  bare loop      : {bm:9.1f} ms per generation   process {statistics.median(bare_wall):6.1f} s")
+    print(f"  run job        : {jm:9.1f} ms per generation   process {statistics.median(job_wall):6.1f} s")
+    print(f"  ratio job/bare : {jm / bm:.3f}x per generation (target <= 1.03)")
+    print(f"  same token ids : {same_tokens}")
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("OMP_NUM_THREADS", "1")  # steadier on a shared 2-core machine
+    raise SystemExit(main())
