@@ -120,3 +120,21 @@ def test_installed_info_reads_the_demo_archive(installed, tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "error" not in result.stderr.lower()
     assert result.stdout.strip(), "info printed nothing"
+
+
+def test_bundle_entry_runs_modules_like_python_m(tmp_path):
+    # A bundle's job runner calls [sys.executable, "-m", "inspector.jobs", ...] with
+    # sys.executable being the bundle itself; packaging/entry.py must route that.
+    entry = str(ROOT / "packaging" / "entry.py")
+    env = {**_clean_env(), "PYTHONPATH": str(ROOT)}
+    result = _run([sys.executable, entry, "-m", "inspector.jobs", "no-such-job"], env=env,
+                  cwd=tmp_path)
+    # The jobs entry point answered (one error event on stdout), not the CLI's parser.
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert '"event":"error"' in result.stdout and "inspector.jobs JOB" in result.stdout
+    result = _run([sys.executable, entry, "-m", "inspector.desktop_install",
+                   "--data-home", str(tmp_path / "share")], env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "share" / "applications" / f"{APP_ID}.desktop").is_file()
+    result = _run([sys.executable, entry, "--version"], env=env, cwd=tmp_path)
+    assert result.stdout.strip() == f"pt2-inspector {inspector.__version__}", result.stderr
