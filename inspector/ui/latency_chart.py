@@ -1,0 +1,199 @@
+"""Per-token latency chart and histogram, several runs overlaid.
+
+Samples arrive one per generated token, hundreds per second on a GPU. They are
+appended to a preallocated numpy buffer (amortised O(1), no Python list of floats
+to convert), and a QTimer redraws at ~30 Hz only when something changed: never one
+redraw per sample (pyqtgraph's scrollingPlots example: `setData` over a buffer,
+`setDownsampling(mode='peak')`, `setClipToView(True)`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
+
+REDRAW_MS = 33  # ~30 Hz
+HIST_EVERY = 6  # the histogram costs more than a curve: every 6th frame (~5 Hz)
+HIST_BINS = 40
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+           "#e377c2", "#17becf", "#bcbd22", "#7f7f7f")
+
+
+@dataclass
+class Series:
+    """One run's samples: ms per token, in arrival order."""
+
+    label: str
+    color: str
+    ms: np.ndarray = field(default_factory=lambda: np.empty(1024, dtype=np.float64))
+    n: int = 0
+    curve: Any = None
+    hist: Any = None
+    drawn: int = -1  # samples shown by the last redraw
+    hist_drawn: int = -1
+
+    def append(self, value: float) -> None:
+        if self.n == len(self.ms):  # double: amortised O(1) appends
+            grown = np.empty(len(self.ms) * 2, dtype=np.float64)
+            grown[: self.n] = self.ms[: self.n]
+            self.ms = grown
+        self.ms[self.n] = value
+        self.n += 1
+
+    def reserve(self, count: int) -> None:
+        if count > len(self.ms):
+            grown = np.empty(count, dtype=np.float64)
+            grown[: self.n] = self.ms[: self.n]
+            self.ms = grown
+
+    def values(self) -> np.ndarray:
+        return self.ms[: self.n]
+
+    def percentiles(self) -> tuple[float, float, float]:
+        if not self.n:
+            return (float("nan"),) * 3
+        p = np.percentile(self.values(), (50, 90, 99))
+        return float(p[0]), float(p[1]), float(p[2])
+
+
+class LatencyChart(QWidget):
+    """Latency per token (top) and its histogram (bottom)."""
+
+    redrawn = Signal()  # after each timer redraw that changed something (tests, benchmarks)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.series: list[Series] = []
+        self.frames = 0  # redraws done (the benchmark reads it)
+        self.plot = pg.PlotWidget()
+        self.plot.setObjectName("latencyPlot")
+        # Plain "ms" labels: pyqtgraph's SI prefixes would print "kms" for seconds.
+        self.plot.setLabel("left", "latency (ms)")
+        self.plot.setLabel("bottom", "token (all timed repeats)")
+        self.plot.showGrid(x=True, y=True, alpha=0.25)
+        self.plot.setClipToView(True)
+        self.plot.setDownsampling(auto=True, mode="peak")
+        self.plot.addLegend(offset=(-10, 10))
+        self.plot.setMouseEnabled(x=True, y=False)
+        self.hist_plot = pg.PlotWidget()
+        self.hist_plot.setObjectName("latencyHistogram")
+        self.hist_plot.setLabel("bottom", "latency (ms)")
+        self.hist_plot.setLabel("left", "tokens")
+        self.hist_plot.showGrid(x=True, y=True, alpha=0.25)
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(self.plot)
+        split.addWidget(self.hist_plot)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(split)
+        self.apply_palette()
+        self.timer = QTimer(self)
+        self.timer.setInterval(REDRAW_MS)
+        self.timer.timeout.connect(self.redraw)
+
+    def apply_palette(self) -> None:
+        """Follow the application's light/dark palette (pyqtgraph defaults to black)."""
+        pal = self.palette()
+        bg = pal.color(QPalette.ColorRole.Base)
+        fg = pal.color(QPalette.ColorRole.Text)
+        for w in (self.plot, self.hist_plot):
+            w.setBackground(bg)
+            for name in ("left", "bottom"):
+                axis = w.getAxis(name)
+                axis.setPen(pg.mkPen(fg))
+                axis.setTextPen(pg.mkPen(fg))
+        legend = self.plot.plotItem.legend
+        if legend is not None:
+            legend.setLabelTextColor(fg)
+            fill = pg.mkColor(bg)
+            fill.setAlpha(200)
+            legend.setBrush(fill)
+
+    def changeEvent(self, event) -> None:  # noqa: N802
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self.apply_palette()
+
+    # -- data --
+    def add_series(self, label: str, expected: int = 0) -> Series:
+        color = PALETTE[len(self.series) % len(PALETTE)]
+        s = Series(label, color)
+        s.reserve(expected)
+        pen = pg.mkPen(color, width=1.6)
+        s.curve = self.plot.plot([], [], pen=pen, name=label)
+        s.curve.setDownsampling(auto=True, method="peak")
+        s.curve.setClipToView(True)
+        fill = pg.mkColor(color)
+        fill.setAlpha(70)
+        s.hist = pg.PlotDataItem([0, 0], [0], stepMode="center", fillLevel=0,
+                                 brush=fill, pen=pg.mkPen(color, width=1.2))
+        self.hist_plot.addItem(s.hist)
+        self.series.append(s)
+        if not self.timer.isActive():
+            self.timer.start()
+        return s
+
+    def remove_series(self, s: Series) -> None:
+        if s in self.series:
+            self.plot.removeItem(s.curve)
+            self.hist_plot.removeItem(s.hist)
+            self.series.remove(s)
+
+    def clear(self) -> None:
+        for s in list(self.series):
+            self.remove_series(s)
+        self.plot.plotItem.legend.clear()
+
+    def stop(self) -> None:
+        """Final redraw, then no more timer ticks until a series is added."""
+        self.redraw(force_hist=True)
+        self.timer.stop()
+
+    # -- drawing --
+    def redraw(self, force_hist: bool = False) -> None:
+        changed = False
+        for s in self.series:
+            if s.drawn != s.n:
+                y = s.values()
+                s.curve.setData(np.arange(s.n, dtype=np.float64), y)
+                s.drawn = s.n
+                changed = True
+        self.frames += 1
+        if changed and (force_hist or self.frames % HIST_EVERY == 0):
+            self._redraw_histograms()
+        elif force_hist:
+            self._redraw_histograms()
+        if changed:
+            self.redrawn.emit()
+
+    def _redraw_histograms(self) -> None:
+        filled = [s for s in self.series if s.n]
+        if not filled:
+            return
+        lo = min(float(s.values().min()) for s in filled)
+        hi = max(float(s.values().max()) for s in filled)
+        if hi <= lo:
+            hi = lo + 1e-3
+        edges = np.linspace(lo, hi, HIST_BINS + 1)
+        # Shared bins, so overlaid runs compare bar for bar.
+        for s in filled:
+            counts, _ = np.histogram(s.values(), bins=edges)
+            s.hist.setData(edges, counts)
+            s.hist_drawn = s.n
+
+    def save_png(self, path: str, width: int = 1600) -> None:
+        """The latency chart as a PNG (pyqtgraph's ImageExporter)."""
+        from pyqtgraph.exporters import ImageExporter
+
+        self.redraw(force_hist=True)
+        exporter = ImageExporter(self.plot.plotItem)
+        exporter.parameters()["width"] = width
+        exporter.export(path)

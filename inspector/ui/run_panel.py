@@ -1,0 +1,540 @@
+"""The Run panel: time the archive's generator on a chosen device, charted live.
+
+The run job (`python -m inspector.jobs run`, inspector/jobs/generate.py) does the torch
+work in a child; this panel only turns its `sample` events (one per token) into a
+chart. Several runs stay overlaid with a legend, so eager vs export vs compiled read at
+a glance; results save as CSV/JSON and the chart as PNG.
+
+The window process never imports torch: whether it is installed is asked of
+importlib (find_spec), and the devices come from the devices job.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QGridLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QMessageBox,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from inspector.jobs.spec import MODES, PRECISIONS, SEQ_LEN_LIMIT, RunSpec, RunSpecError
+from inspector.ui.device_list import DeviceSource, fill_combo
+from inspector.ui.job_runner import JobRunner
+from inspector.ui.latency_chart import LatencyChart, Series
+
+_ERROR_COLOR = "#c62828"
+STAT_COLUMNS = ("Run", "p50 ms", "p90 ms", "p99 ms", "tokens/s", "total ms", "encoder ms",
+                "tokens")
+TRUST_WORDS = "would run code when loaded"  # jobs/load.py's UntrustedArchiveError
+
+
+def torch_available() -> bool:
+    """Whether a run can work here, without importing torch into the window."""
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):  # a broken or blocked install: cannot run either
+        return False
+
+
+@dataclass
+class RunRecord:
+    spec: RunSpec
+    series: Series
+    result: dict[str, Any] | None = None
+    state: str = "running"  # running, done, failed, stopped
+    repeats: list[int] = field(default_factory=list)
+    steps: list[int] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return self.series.label
+
+
+def run_label(spec: RunSpec) -> str:
+    mode = spec.mode + (" + compile" if spec.compile else "")
+    return f"{mode}, {spec.precision}, {spec.device}, batch {spec.batch}"
+
+
+class RunPanel(QWidget):
+    run_finished = Signal(object)  # the RunRecord of a run that ended with a result
+
+    def __init__(self, window: Any = None, devices: DeviceSource | None = None,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.window = window
+        self.devices = devices
+        self.runner = JobRunner(self)
+        self.records: list[RunRecord] = []
+        self.archive: str | None = None
+        self._current: RunRecord | None = None
+        self._devices_asked = False
+        self._resume_trusted = False  # rerun with --trust once the refused child is gone
+        self._build()
+        if devices is not None:
+            fill_combo(self.device, devices.devices)
+            devices.changed.connect(lambda devs: fill_combo(self.device, devs))
+        self.runner.progress.connect(self._on_progress)
+        self.runner.sample.connect(self._on_sample)
+        self.runner.result.connect(self._on_result)
+        self.runner.error.connect(self._on_error)
+        self.runner.log.connect(self._on_log)
+        self.runner.finished.connect(self._on_finished)
+        self.chart.redrawn.connect(self._refresh_live_row)
+        if window is not None:
+            getattr(window, "archive_opened", None) and window.archive_opened.connect(
+                self.set_archive)
+            tabs = getattr(window, "tabs", None)
+            if tabs is not None:
+                tabs.currentChanged.connect(lambda _i: self._follow_window())
+        self.has_torch = torch_available()
+        self._update_enabled()
+
+    # -- layout --
+    def _build(self) -> None:
+        self.archive_label = QLabel("No archive: open one exported by pt2-inspector "
+                                    "(it carries the encoder and decoder programs).")
+        self.archive_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.torch_banner = QLabel(
+            "Running needs torch, which is not installed in this Python: the viewer, audit "
+            "and retarget work without it. Install it with <code>pip install torch</code> "
+            "and restart to time generation.")
+        self.torch_banner.setWordWrap(True)
+        self.torch_banner.setTextFormat(Qt.RichText)
+        self.torch_banner.setStyleSheet(
+            "QLabel { background: rgba(255, 193, 7, 0.18); border: 1px solid #d4a000; "
+            "border-radius: 3px; padding: 6px; }")
+        self.torch_banner.hide()
+
+        self.device = QComboBox()
+        self.device.addItem("cpu", "cpu")
+        self.device.setToolTip("where to run (listed by torch in a child process)")
+        self.refresh_devices = QToolButton()
+        self.refresh_devices.setText("↻")
+        self.refresh_devices.setToolTip("list the devices torch sees again")
+        self.refresh_devices.clicked.connect(self._ask_devices)
+        self.mode = QComboBox()
+        for m in MODES:
+            self.mode.addItem(m, m)
+        self.mode.setToolTip("export: the archive's programs; eager: the toy model rebuilt "
+                             "from the archive's config, with its weights")
+        self.compile = QCheckBox("torch.compile")
+        self.precision = QComboBox()
+        for p in PRECISIONS:
+            self.precision.addItem(p, p)
+        self.precision.setToolTip("fp32, or bf16 autocast")
+        self.batch = self._spin(1, 4096, 1, "images per generation")
+        self.max_tokens = self._spin(1, SEQ_LEN_LIMIT, 64, "stop after this many tokens")
+        self.warmup = self._spin(0, 100, 1, "untimed generations first (compile happens here)")
+        self.repeats = self._spin(1, 1000, 1, "timed generations")
+        self.run_button = QPushButton("Run")
+        self.run_button.setDefault(True)
+        self.run_button.setToolTip("time generation with these options (Ctrl+R)")
+        self.run_button.setShortcut("Ctrl+R")
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setEnabled(False)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setFormat("idle")
+        self.progress.setValue(0)
+        self.progress.setMaximumWidth(220)
+
+        grid = QGridLayout()
+        grid.setHorizontalSpacing(8)
+        pairs = [("Device", self._pair(self.device, self.refresh_devices)),
+                 ("Mode", self._pair(self.mode, self.compile)),
+                 ("Precision", self.precision), ("Batch", self.batch),
+                 ("Max tokens", self.max_tokens), ("Warm-up", self.warmup),
+                 ("Repeats", self.repeats)]
+        for i, (name, w) in enumerate(pairs):
+            row, col = divmod(i, 4)
+            label = QLabel(name)
+            grid.addWidget(label, row, col * 2, Qt.AlignRight)
+            grid.addWidget(w, row, col * 2 + 1)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.run_button)
+        buttons.addWidget(self.stop_button)
+        buttons.addWidget(self.progress, 1)
+        grid.addLayout(buttons, 1, 6, 1, 2)
+
+        self.chart = LatencyChart()
+        self.stats = QTableWidget(0, len(STAT_COLUMNS))
+        self.stats.setHorizontalHeaderLabels(STAT_COLUMNS)
+        self.stats.verticalHeader().hide()
+        self.stats.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.stats.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.stats.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+        self.stats.horizontalHeader().setSectionResizeMode(0, QHeaderView.Stretch)
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+        self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.details_button = QToolButton()
+        self.details_button.setText("Details")
+        self.details_button.setCheckable(True)
+        self.details_button.setToolButtonStyle(Qt.ToolButtonTextBesideIcon)
+        self.details_button.setArrowType(Qt.RightArrow)
+        self.details_button.hide()
+        self.details = QPlainTextEdit()
+        self.details.setReadOnly(True)
+        self.details.setLineWrapMode(QPlainTextEdit.NoWrap)
+        self.details.hide()
+        self.details_button.toggled.connect(self._toggle_details)
+        self.clear_button = QPushButton("Clear")
+        self.clear_button.setToolTip("remove every run from the chart")
+        self.save_results_button = QPushButton("Save results…")
+        self.save_results_button.setToolTip("per-token times and summaries as CSV or JSON")
+        self.save_chart_button = QPushButton("Save chart…")
+        self.save_chart_button.setToolTip("the latency chart as PNG")
+        footer = QHBoxLayout()
+        footer.addWidget(self.status, 1)
+        footer.addWidget(self.details_button)
+        footer.addWidget(self.clear_button)
+        footer.addWidget(self.save_results_button)
+        footer.addWidget(self.save_chart_button)
+
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(self.chart)
+        split.addWidget(self.stats)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 1)
+        split.setChildrenCollapsible(False)
+        self.stats.setMinimumHeight(90)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.archive_label)
+        layout.addWidget(self.torch_banner)
+        layout.addLayout(grid)
+        layout.addWidget(split, 1)
+        layout.addLayout(footer)
+        layout.addWidget(self.details)
+
+        self.run_button.clicked.connect(self.start_run)
+        self.stop_button.clicked.connect(self.stop)
+        self.clear_button.clicked.connect(self.clear)
+        self.save_results_button.clicked.connect(self._save_results_dialog)
+        self.save_chart_button.clicked.connect(self._save_chart_dialog)
+
+    @staticmethod
+    def _spin(lo: int, hi: int, value: int, tip: str) -> QSpinBox:
+        spin = QSpinBox()
+        spin.setRange(lo, hi)
+        spin.setValue(value)
+        spin.setToolTip(tip)
+        return spin
+
+    @staticmethod
+    def _pair(a: QWidget, b: QWidget) -> QWidget:
+        w = QWidget()
+        row = QHBoxLayout(w)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(a, 1)
+        row.addWidget(b)
+        return w
+
+    # -- archive and devices --
+    def set_archive(self, path: str | None) -> None:
+        self.archive = str(path) if path else None
+        if self.archive:
+            self.archive_label.setText(f"Archive: <b>{_html(Path(self.archive).name)}</b>"
+                                       f"  <span style='color:gray'>{_html(self.archive)}</span>")
+        self._update_enabled()
+
+    def _follow_window(self) -> None:
+        getter = getattr(self.window, "current_archive_path", None)
+        if callable(getter) and getter():
+            self.set_archive(getter())
+
+    def showEvent(self, event) -> None:  # noqa: N802
+        super().showEvent(event)
+        # The devices job imports torch (seconds of CPU): only once someone looks.
+        if not self._devices_asked and self.has_torch:
+            self._ask_devices()
+
+    def _ask_devices(self) -> None:
+        if self.devices is not None and self.has_torch:
+            self._devices_asked = True
+            self.devices.refresh()
+
+    def _update_enabled(self) -> None:
+        running = self.runner.is_running()
+        self.torch_banner.setVisible(not self.has_torch)
+        self.run_button.setEnabled(self.has_torch and bool(self.archive) and not running)
+        self.stop_button.setEnabled(running)
+        for w in (self.device, self.mode, self.compile, self.precision, self.batch,
+                  self.max_tokens, self.warmup, self.repeats):
+            w.setEnabled(not running and self.has_torch)
+        has_data = any(r.series.n for r in self.records)
+        self.save_results_button.setEnabled(has_data and not running)
+        self.save_chart_button.setEnabled(has_data)
+        self.clear_button.setEnabled(bool(self.records) and not running)
+
+    # -- running --
+    def spec(self, trust: bool = False) -> RunSpec:
+        return RunSpec(file=self.archive or "", device=self.device.currentData() or "cpu",
+                       mode=self.mode.currentData(), compile=self.compile.isChecked(),
+                       precision=self.precision.currentData(), batch=self.batch.value(),
+                       max_tokens=self.max_tokens.value(), warmup=self.warmup.value(),
+                       repeats=self.repeats.value(), trust=trust)
+
+    def start_run(self, trust: bool = False) -> bool:
+        if not self.has_torch or not self.archive:
+            return False
+        self._follow_window()
+        try:
+            spec = self.spec(trust=bool(trust)).validate()
+        except RunSpecError as exc:
+            self._show_error(str(exc), "")
+            return False
+        self._clear_message()
+        label = run_label(spec)
+        same = sum(1 for r in self.records if r.label.split("  #")[0] == label)
+        if same:
+            label += f"  #{same + 1}"
+        series = self.chart.add_series(label, expected=spec.max_tokens * spec.repeats)
+        record = RunRecord(spec, series)
+        self.records.append(record)
+        self._current = record
+        self._add_row(record)
+        self.runner.start("run", spec.to_argv())
+        self.progress.setValue(0)
+        self.progress.setFormat("starting…")
+        self._update_enabled()
+        return True
+
+    def stop(self) -> None:
+        record = self._current
+        if self.runner.cancel() and record is not None:
+            record.state = "stopped"
+            self.status.setText(f"Stopped {record.label} after {record.series.n} tokens.")
+
+    def shutdown(self) -> None:
+        self.runner.shutdown()
+        self.chart.timer.stop()
+
+    def clear(self) -> None:
+        if self.runner.is_running():
+            return
+        self.chart.clear()
+        self.records.clear()
+        self.stats.setRowCount(0)
+        self._update_enabled()
+
+    def _on_progress(self, stage: str, fraction: float) -> None:
+        self.progress.setValue(int(fraction * 1000))
+        self.progress.setFormat(f"{stage}  %p%")
+
+    def _on_sample(self, event: dict[str, Any]) -> None:
+        record = self._current
+        ms = event.get("ms")
+        if record is None or not isinstance(ms, (int, float)):
+            return
+        record.series.append(float(ms))
+        record.repeats.append(int(event.get("repeat", 0)))
+        record.steps.append(int(event.get("step", record.series.n - 1)))
+
+    def _on_log(self, level: str, message: str) -> None:
+        if level != "info":
+            self.status.setStyleSheet("")
+            self.status.setText(f"{level}: {message}")
+
+    def _on_result(self, event: dict[str, Any]) -> None:
+        record = self._current
+        if record is None:
+            return
+        record.result = {k: v for k, v in event.items() if k != "event"}
+        record.state = "done"
+        self.chart.redraw(force_hist=True)
+        self._fill_row(self.records.index(record), record)
+        tps = record.result.get("tokens_per_s")
+        self.status.setStyleSheet("")
+        self.status.setText(
+            f"{record.label}: {record.result.get('tokens', '?')} tokens, "
+            f"p50 {_num(record.result.get('p50_ms'))} ms, {_num(tps)} tokens/s "
+            f"on {record.result.get('device_name') or record.spec.device}.")
+        self.run_finished.emit(record)
+
+    def _on_error(self, message: str, details: str) -> None:
+        record = self._current
+        if record is not None:
+            record.state = "failed"
+            if not record.series.n:  # nothing to compare: do not leave an empty legend entry
+                self._drop(record)
+        if TRUST_WORDS in message and record is not None and not record.spec.trust:
+            if self.confirm_trust(message):
+                self._current = None
+                self._resume_trusted = True
+                return
+        self._show_error(message, details)
+
+    def confirm_trust(self, message: str) -> bool:
+        answer = QMessageBox.question(
+            self, "Run code from this archive?",
+            f"{message}\n\nLoad it anyway and run it?",
+            QMessageBox.Yes | QMessageBox.No, QMessageBox.No)
+        return answer == QMessageBox.Yes
+
+    def _on_finished(self) -> None:
+        record, self._current = self._current, None
+        if record is not None and record.state == "running":
+            record.state = "stopped"
+        if not self.progress.format().startswith(("done", "failed")):
+            self.progress.setFormat("idle" if record is None else record.state)
+        if record is not None and record in self.records:
+            self._fill_row(self.records.index(record), record)
+        if not self.runner.is_running():
+            self.chart.stop()
+        self._update_enabled()
+        if self._resume_trusted:
+            self._resume_trusted = False
+            self.start_run(trust=True)
+
+    def _drop(self, record: RunRecord) -> None:
+        if record in self.records:
+            row = self.records.index(record)
+            self.records.remove(record)
+            self.stats.removeRow(row)
+        self.chart.remove_series(record.series)
+
+    # -- stats table --
+    def _add_row(self, record: RunRecord) -> None:
+        row = self.stats.rowCount()
+        self.stats.insertRow(row)
+        self._fill_row(row, record)
+
+    def _fill_row(self, row: int, record: RunRecord) -> None:
+        r = record.result
+        if r:
+            values = [r.get("p50_ms"), r.get("p90_ms"), r.get("p99_ms"), r.get("tokens_per_s"),
+                      r.get("total_ms"), r.get("encoder_ms"), r.get("tokens")]
+        else:  # live estimates from the samples so far
+            p50, p90, p99 = record.series.percentiles()
+            values = [p50, p90, p99, None, None, None, record.series.n or None]
+        label = record.label + ("" if record.state in ("done", "running")
+                                else f"  ({record.state})")
+        cells = [label] + [_num(v) for v in values]
+        for col, text in enumerate(cells):
+            item = self.stats.item(row, col)
+            if item is None:
+                item = QTableWidgetItem()
+                self.stats.setItem(row, col, item)
+            item.setText(text)
+            if col == 0:
+                item.setForeground(_qcolor(record.series.color))
+            else:
+                item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+
+    def _refresh_live_row(self) -> None:
+        record = self._current
+        if record is not None and record in self.records:
+            self._fill_row(self.records.index(record), record)
+
+    def stats_rows(self) -> list[list[str]]:
+        return [[self.stats.item(r, c).text() for c in range(self.stats.columnCount())]
+                for r in range(self.stats.rowCount())]
+
+    # -- saving --
+    def save_results(self, path: str | Path) -> Path:
+        path = Path(path)
+        if path.suffix.lower() == ".csv":
+            with path.open("w", newline="", encoding="utf-8") as fh:
+                w = csv.writer(fh)
+                w.writerow(["run", "label", "device", "mode", "compile", "precision", "batch",
+                            "repeat", "step", "ms"])
+                for i, rec in enumerate(self.records):
+                    s = rec.spec
+                    for rep, step, ms in zip(rec.repeats, rec.steps, rec.series.values(),
+                                             strict=False):
+                        w.writerow([i + 1, rec.label, s.device, s.mode, int(s.compile),
+                                    s.precision, s.batch, rep, step, f"{ms:.4f}"])
+        else:
+            doc = [{"label": rec.label, "state": rec.state,
+                    "options": {k: v for k, v in rec.spec.__dict__.items() if k != "trust"},
+                    "per_token_ms": [round(float(x), 4) for x in rec.series.values()],
+                    "result": rec.result} for rec in self.records]
+            path.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+        return path
+
+    def save_chart(self, path: str | Path) -> Path:
+        self.chart.save_png(str(path))
+        return Path(path)
+
+    def _save_results_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save results", "latency.csv",
+                                              "CSV (*.csv);;JSON (*.json)")
+        if path:
+            self._saved(self.save_results, path)
+
+    def _save_chart_dialog(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save chart", "latency.png", "PNG (*.png)")
+        if path:
+            self._saved(self.save_chart, path if path.lower().endswith(".png") else path + ".png")
+
+    def _saved(self, fn, path: str) -> None:
+        try:
+            fn(path)
+        except OSError as exc:
+            self._show_error(f"cannot save {path} ({exc.strerror or exc})", "")
+        else:
+            self.status.setStyleSheet("")
+            self.status.setText(f"Saved {path}.")
+
+    # -- messages --
+    def _show_error(self, message: str, details: str) -> None:
+        self.progress.setFormat("failed")
+        self.status.setStyleSheet(f"color: {_ERROR_COLOR};")
+        self.status.setText(f"Run failed: {message}")
+        self.details.setPlainText(details or message)
+        self.details_button.setVisible(bool(details))
+
+    def _clear_message(self) -> None:
+        self.status.setText("")
+        self.status.setStyleSheet("")
+        self.details_button.setChecked(False)
+        self.details_button.hide()
+
+    def _toggle_details(self, on: bool) -> None:
+        self.details.setVisible(on)
+        self.details_button.setArrowType(Qt.DownArrow if on else Qt.RightArrow)
+
+
+def _num(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        return f"{v:,.1f}" if abs(v) >= 100 else f"{v:.3g}" if abs(v) < 1 else f"{v:.2f}"
+    return str(v)
+
+
+def _qcolor(color: str):
+    from PySide6.QtGui import QBrush, QColor
+
+    return QBrush(QColor(color))
+
+
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -1,0 +1,156 @@
+"""The Run panel: a real run of the tiny toy archive on CPU, drawn live; stop; errors;
+saving; the "needs torch" state."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytest  # noqa: E402
+from _panel_helpers import ROOT, no_leaks, toy_tiny_archive, wait_gone  # noqa: E402,F401
+from PySide6.QtCore import QTimer  # noqa: E402
+from PySide6.QtGui import QImage  # noqa: E402
+
+from inspector.ui.run_panel import RunPanel, run_label  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def toy(tmp_path_factory):
+    return toy_tiny_archive(tmp_path_factory)
+
+
+@pytest.fixture
+def panel(qtbot, no_leaks):
+    p = RunPanel()
+    qtbot.addWidget(p)
+    p.resize(1000, 650)
+    p.show()
+    qtbot.waitExposed(p)
+    yield p
+    p.shutdown()
+
+
+def _small(panel: RunPanel, tokens: int = 8) -> None:
+    panel.batch.setValue(1)
+    panel.max_tokens.setValue(tokens)
+    panel.warmup.setValue(0)
+    panel.repeats.setValue(1)
+
+
+def test_draws_a_real_run_and_stays_responsive(qtbot, panel, toy, tmp_path):
+    assert panel.has_torch and not panel.torch_banner.isVisibleTo(panel)
+    assert not panel.run_button.isEnabled()  # no archive yet
+    panel.set_archive(str(toy))
+    assert panel.run_button.isEnabled()
+    _small(panel)
+    beats: list[float] = []
+    heart = QTimer()
+    heart.timeout.connect(lambda: beats.append(time.perf_counter()))
+    heart.start(20)
+    redraws_while_running: list[int] = []
+    panel.chart.redrawn.connect(
+        lambda: redraws_while_running.append(1) if panel.runner.is_running() else None)
+    with qtbot.waitSignal(panel.run_finished, timeout=300_000) as blocker:
+        assert panel.start_run()
+        assert panel.stop_button.isEnabled() and not panel.run_button.isEnabled()
+    heart.stop()
+    record = blocker.args[0]
+    result = record.result
+    n = record.series.n
+    assert n == len(result["per_token_ms"]) == result["tokens"] * result["repeats"]
+    assert [round(v, 4) for v in record.series.values()] == result["per_token_ms"]
+    assert record.steps == list(range(n))
+    # The chart shows every sample and was redrawn by its timer while the child ran.
+    x, y = record.series.curve.getData()
+    assert len(y) == n
+    assert redraws_while_running
+    assert panel.chart.frames > 0
+    # The event loop kept turning: heartbeats all along, no multi-second freeze.
+    gaps = [b - a for a, b in zip(beats, beats[1:], strict=False)]
+    assert len(beats) > 20 and max(gaps) < 2.0, f"longest stall {max(gaps):.2f} s"
+    row = panel.stats_rows()[0]
+    assert row[0] == run_label(record.spec)
+    assert row[1] == _fmt(result["p50_ms"])
+    assert "tokens/s" in panel.status.text()
+    qtbot.waitUntil(lambda: panel.run_button.isEnabled(), timeout=5000)
+
+    # Save: CSV rows per token, JSON with the result, PNG of the chart.
+    rows = list(csv.DictReader(panel.save_results(tmp_path / "r.csv").open()))
+    assert len(rows) == n and rows[0]["mode"] == "export" and rows[0]["device"] == "cpu"
+    doc = json.loads(panel.save_results(tmp_path / "r.json").read_text())
+    assert doc[0]["result"]["p50_ms"] == result["p50_ms"]
+    image = QImage(str(panel.save_chart(tmp_path / "c.png")))
+    assert image.width() >= 800 and image.height() > 100
+
+
+def test_stop_ends_the_child_and_keeps_the_samples(qtbot, panel, toy):
+    panel.set_archive(str(toy))
+    _small(panel, tokens=64)
+    with qtbot.waitSignal(panel.runner.sample, timeout=300_000):
+        assert panel.start_run()
+    pid = panel.runner.pid()
+    panel.stop()
+    assert not wait_gone({pid}, timeout=1.0)
+    record = panel.records[-1]
+    assert record.state == "stopped" and record.series.n >= 1
+    assert "(stopped)" in panel.stats_rows()[-1][0]
+    assert panel.run_button.isEnabled() and not panel.stop_button.isEnabled()
+
+
+def test_archive_without_the_two_programs_is_a_clear_error(qtbot, panel, small_archive):
+    panel.set_archive(str(small_archive))
+    _small(panel, tokens=2)
+    with qtbot.waitSignal(panel.runner.finished, timeout=300_000):
+        assert panel.start_run()
+    text = panel.status.text()
+    assert text.startswith("Run failed:") and "encoder" in text, text
+    assert not panel.records  # a run with no samples leaves no empty legend entry
+    assert panel.details_button.isVisibleTo(panel) or panel.details.toPlainText()
+
+
+def test_needs_torch_message_without_torch(tmp_path):
+    """In a Python where torch cannot be imported, the panel says so and cannot run."""
+    code = textwrap.dedent("""
+        import importlib.abc, os, sys
+        class NoTorch(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path=None, target=None):
+                if name == "torch" or name.startswith("torch."):
+                    raise ModuleNotFoundError(name)
+                return None
+        sys.meta_path.insert(0, NoTorch())
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+        from PySide6.QtWidgets import QApplication
+        app = QApplication([])
+        from inspector.ui.run_panel import RunPanel
+        p = RunPanel()
+        p.set_archive(sys.argv[1])
+        print(p.has_torch, p.torch_banner.isVisibleTo(p), p.run_button.isEnabled(),
+              p.start_run(), "torch" in sys.modules)
+    """)
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "x.pt2")], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "True", "False", "False", "False"]
+
+
+def test_window_process_never_imports_torch(tmp_path):
+    code = ("import os, sys; os.environ['QT_QPA_PLATFORM']='offscreen';"
+            "from PySide6.QtWidgets import QApplication; app=QApplication([]);"
+            "from inspector.ui.run_panel import RunPanel; p=RunPanel(); p.show();"
+            "app.processEvents(); print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+def _fmt(v: float) -> str:
+    from inspector.ui.run_panel import _num
+
+    return _num(v)
