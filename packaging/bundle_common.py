@@ -38,6 +38,8 @@ COMMON_EXCLUDES = [
     "PySide6.QtWebSockets", "PySide6.QtWebChannel", "PySide6.QtGraphs",
     "PySide6.QtLabsStyleKit", "PySide6.QtQmlFeatures", "PySide6.QtQuickTest",
     "PySide6.QtQuickControls2",
+    # No network use anywhere: this also drops Qt's TLS plugins and OpenSSL/Kerberos.
+    "PySide6.QtNetwork",
 ]
 
 # Only the full bundle runs torch; the viewer must not drag it in through an
@@ -46,6 +48,8 @@ TORCH_STACK = [
     "torch", "torchvision", "torchaudio", "transformers", "tokenizers", "safetensors",
     "huggingface_hub", "accelerate", "sympy", "mpmath", "networkx", "triton",
     "functorch", "onnx", "onnxruntime", "jinja2",
+    # Optional import of numpy.__config__ (only for numpy.show_config()).
+    "yaml",
 ]
 
 
