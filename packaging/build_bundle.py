@@ -35,7 +35,9 @@ def build(flavor: str, dist: Path, work: Path) -> float:
     cmd = [sys.executable, "-m", "PyInstaller", "--noconfirm", "--log-level", "WARN",
            "--distpath", str(dist), "--workpath", str(work), str(spec)]
     print("$", " ".join(cmd), flush=True)
-    subprocess.run(cmd, check=True, cwd=ROOT)
+    done = subprocess.run(cmd, cwd=ROOT)
+    if done.returncode != 0:
+        raise SystemExit(f"error: PyInstaller failed (exit {done.returncode}); see its output above")
     return time.perf_counter() - start
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from PyInstaller.utils.hooks import collect_submodules
+from PyInstaller.utils.hooks import collect_submodules, copy_metadata
 
 PACKAGING = Path(__file__).resolve().parent
 ROOT = PACKAGING.parent
@@ -25,7 +25,7 @@ DATAS = [(str(ROOT / "resources"), "inspector/_resources")]
 # that PyInstaller would otherwise follow (pyqtgraph -> matplotlib, scipy, ...).
 COMMON_EXCLUDES = [
     "tkinter", "_tkinter", "matplotlib", "IPython", "jupyter_client", "notebook",
-    "scipy", "pandas", "pytest", "hypothesis", "PyInstaller",
+    "scipy", "pandas", "pytest", "_pytest", "hypothesis", "pytest_timeout", "PyInstaller",
     # Qt modules the app does not use (each drags in large Qt libraries).
     "PySide6.QtQml", "PySide6.QtQuick", "PySide6.QtQuickWidgets", "PySide6.QtQuick3D",
     "PySide6.QtWebEngineCore", "PySide6.QtWebEngineWidgets", "PySide6.QtMultimedia",
@@ -60,6 +60,14 @@ def hiddenimports(flavor: str) -> list[str]:
     # ModuleNotFoundError('torch'), which is how the app knows to say "needs torch".
     del flavor
     return collect_submodules("inspector")
+
+
+def datas(flavor: str) -> list[tuple[str, str]]:
+    if flavor == "viewer":
+        return DATAS
+    # Help > About reads torch's and transformers' versions from their metadata
+    # (importing torch just to show a version would cost seconds).
+    return DATAS + copy_metadata("torch") + copy_metadata("transformers")
 
 
 def excludes(flavor: str) -> list[str]:
