@@ -14,11 +14,14 @@ search spans, text. The gutter shows line numbers and audit marks.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterable
 
-from PySide6.QtCore import QPoint, QPointF, QRect, QRectF, Qt, Signal
+from PySide6.QtCore import QPoint, QPointF, QRect, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QFontMetricsF,
+    QTextCharFormat,
+    QTextLayout,
     QKeyEvent,
     QMouseEvent,
     QPainter,
@@ -32,7 +35,8 @@ from inspector.ui.highlight import LineCache
 from inspector.ui.theme import Theme, code_font, current_theme
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_MARK_WIDTH = 14  # gutter column for audit marks
+_MARK_WIDTH = 14
+_LAYOUT_CACHE = 4000  # shaped lines kept (a screen is < 100)  # gutter column for audit marks
 
 
 class ListingView(QAbstractScrollArea):
@@ -52,6 +56,7 @@ class ListingView(QAbstractScrollArea):
         self.viewport().setCursor(Qt.CursorShape.IBeamCursor)
         self._lines: list[str] = []
         self._cache = LineCache([])
+        self._layouts: dict[int, QTextLayout] = {}
         self._max_len = 0
         self._current = -1
         self._marks: dict[int, str] = {}
@@ -61,6 +66,12 @@ class ListingView(QAbstractScrollArea):
         self._current_match = -1
         self._is_definition: Callable[[str, int], bool] = lambda word, line: False
         self.theme: Theme = current_theme()
+        # After each paint, shape the pages around the screen in idle slices, so
+        # the next PageDown / wheel step finds its lines ready (no lexing then).
+        self._prefetch = QTimer(self)
+        self._prefetch.setSingleShot(True)
+        self._prefetch.setInterval(0)
+        self._prefetch.timeout.connect(self._prefetch_some)
         self.setFont(code_font())
         self._update_metrics()
 
@@ -68,6 +79,7 @@ class ListingView(QAbstractScrollArea):
     def set_lines(self, lines: list[str]) -> None:
         self._lines = lines
         self._cache = LineCache(lines)
+        self._layouts = {}
         # the widest line sets the horizontal range (one pass, ~10 ms at 200k lines)
         self._max_len = max(map(len, lines), default=0)
         self._current = -1
@@ -89,6 +101,7 @@ class ListingView(QAbstractScrollArea):
 
     def set_theme(self, theme: Theme) -> None:
         self.theme = theme
+        self._layouts = {}
         self.viewport().update()
 
     def set_definition_test(self, test: Callable[[str, int], bool]) -> None:
@@ -222,6 +235,35 @@ class ListingView(QAbstractScrollArea):
         return QRect(0, y, self.viewport().width(), int(self._lh))
 
     # -- painting --
+    def _layout(self, line: int) -> QTextLayout:
+        """The line shaped and coloured once, then reused: shaping is what costs
+        in text drawing (one drawText per token was 3x slower than this)."""
+        layout = self._layouts.get(line)
+        if layout is None:
+            if len(self._layouts) > _LAYOUT_CACHE:
+                self._layouts.clear()
+            text = self._lines[line]
+            layout = QTextLayout(text, self.font())
+            layout.setCacheEnabled(True)
+            ranges = []
+            tokens = self.theme.tokens
+            for s, e, cat in self._cache.spans(line):
+                r = QTextLayout.FormatRange()
+                r.start, r.length = s, e - s
+                fmt = QTextCharFormat()
+                fmt.setForeground(tokens.get(cat, self.theme.text))
+                r.format = fmt
+                ranges.append(r)
+            layout.setFormats(ranges)
+            layout.beginLayout()
+            tl = layout.createLine()
+            if tl.isValid():
+                tl.setLineWidth(1e9)
+                tl.setPosition(QPointF(0, 0))
+            layout.endLayout()
+            self._layouts[line] = layout
+        return layout
+
     def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802
         theme = self.theme
         p = QPainter(self.viewport())
@@ -229,13 +271,12 @@ class ListingView(QAbstractScrollArea):
         rect = self.viewport().rect()
         p.fillRect(rect, theme.background)
         gutter = self._gutter
-        lh, cw, asc = self._lh, self._cw, self._ascent
+        lh, cw = self._lh, self._cw
         xoff = self.horizontalScrollBar().value()
         text_x0 = gutter + 4 - xoff
         width = rect.width()
         first_col = max(0, int(xoff / cw) - 1)
         last_col = first_col + int((width - gutter) / cw) + 3
-        tokens = theme.tokens
         default_pen = theme.text
         for row, line in enumerate(self.visible_range()):
             y = row * lh
@@ -253,26 +294,24 @@ class ListingView(QAbstractScrollArea):
                     if e < first_col or s > last_col:
                         continue
                     p.fillRect(QRectF(text_x0 + s * cw, y, (e - s) * cw, lh), color)
-            base = y + asc
-            pos = first_col
-            visible_end = min(len(text), last_col)
-            for s, e, cat in self._cache.spans(line):
-                if e <= pos:
-                    continue
-                if s >= visible_end:
-                    break
-                if s > pos:  # uncoloured text before this span
-                    p.setPen(default_pen)
-                    p.drawText(QPointF(text_x0 + pos * cw, base), text[pos:s])
-                start, end = max(s, pos), min(e, visible_end)
-                p.setPen(tokens.get(cat, default_pen))
-                p.drawText(QPointF(text_x0 + start * cw, base), text[start:end])
-                pos = end
-            if pos < visible_end:
-                p.setPen(default_pen)
-                p.drawText(QPointF(text_x0 + pos * cw, base), text[pos:visible_end])
+            p.setPen(default_pen)
+            self._layout(line).draw(p, QPointF(text_x0, y))
         self._paint_gutter(p, rect.height())
         p.end()
+        self._prefetch.start()
+
+    def _prefetch_some(self) -> None:
+        rows = self._visible_rows()
+        first = self.first_visible_line()
+        wanted = list(range(first + rows, min(len(self._lines), first + 3 * rows))) + \
+            list(range(max(0, first - rows), first))
+        deadline = time.perf_counter() + 0.004  # stay well inside a frame
+        for line in wanted:
+            if line not in self._layouts:
+                self._layout(line)
+                if time.perf_counter() > deadline:
+                    self._prefetch.start()
+                    return
 
     def _paint_gutter(self, p: QPainter, height: int) -> None:
         theme = self.theme

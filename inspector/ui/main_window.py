@@ -12,7 +12,7 @@ import logging
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, Qt, QThreadPool, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplication, QKeySequence
+from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplication
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
@@ -117,11 +117,11 @@ class MainWindow(QMainWindow):
         from inspector.ui.actions import build_menus
 
         build_menus(self)
-        self._restore()
+        _install_panels(self)
+        self._restore()  # after the panels, so their docks get their saved places
         self._update_empty()
         hints = QGuiApplication.styleHints()
         hints.colorSchemeChanged.connect(lambda _s: self.apply_theme())
-        _install_panels(self)
 
     # ------------------------------------------------------------------ docks
     def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
