@@ -1,13 +1,12 @@
-"""Shared by the job-panel tests: leak checks and one real tiny toy export per session.
+"""Shared by the job-panel tests: the leak check (no child process or pool thread left).
 
-Not a conftest (other tests own that); the panel tests import these fixtures by name.
+Not a conftest (other tests own that); the panel tests import these by name. The real
+toy archive comes from conftest's session fixture `toy_archive`.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -71,16 +70,3 @@ def no_leaks(qapp):
     pool.waitForDone(2000)
     assert not left, f"child processes left running: {sorted(left)}"
     assert pool.activeThreadCount() == 0, "a pool thread is still running"
-
-
-def toy_tiny_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real tiny toy export (encoder + decoder, exported on CPU), made once per
-    session by the real export job and shared by every panel test module."""
-    path = tmp_path_factory.getbasetemp() / "panels-toy-tiny.pt2"
-    if not path.exists():
-        subprocess.run(
-            [sys.executable, "-m", "inspector.jobs", "export", "--preset", "tiny",
-             "--batch", "1:8", "--seq-len", "2:64", "-o", str(path)],
-            check=True, cwd=ROOT, stdout=subprocess.DEVNULL, timeout=600,
-        )
-    return path

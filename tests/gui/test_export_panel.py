@@ -9,22 +9,25 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest  # noqa: E402
-from _panel_helpers import no_leaks, toy_tiny_archive, wait_gone  # noqa: E402,F401
+from _panel_helpers import no_leaks, wait_gone  # noqa: E402,F401
+from PySide6.QtCore import Qt  # noqa: E402
 
 from inspector.core.archive import open_archive  # noqa: E402
 from inspector.ui.export_panel import ExportPanel, split_fix  # noqa: E402
 
 
-@pytest.fixture(scope="session")
-def base_archive(tmp_path_factory):
-    return toy_tiny_archive(tmp_path_factory)
+@pytest.fixture
+def out_dir(tmp_path):
+    folder = tmp_path / "out"  # tmp_path itself also holds the test's settings
+    folder.mkdir()
+    return folder
 
 
 @pytest.fixture
-def panel(qtbot, no_leaks, tmp_path):
+def panel(qtbot, no_leaks, out_dir):
     p = ExportPanel()
     qtbot.addWidget(p)
-    p.output.setText(str(tmp_path / "toy-tiny.pt2"))
+    p.output.setText(str(out_dir / "toy-tiny.pt2"))
     yield p
     p.shutdown()
 
@@ -90,37 +93,44 @@ def test_torch_suggested_fix_is_split_out():
     assert head.endswith("Constraints violated (batch)!")
 
 
-def test_real_tiny_export_from_the_panel(qtbot, panel, tmp_path, base_archive):
-    out = tmp_path / "toy-tiny.pt2"
-    panel.base_archive = str(base_archive)  # exported with seq_len 2:64
+def test_real_tiny_export_from_the_panel_opens_a_new_tab(qtbot, no_leaks, window, toy_tab,
+                                                         toy_archive, out_dir):
+    panel = window.job_panels.export
+    window.job_panels.docks["export"].raise_()
+    out = out_dir / "toy-tiny.pt2"
+    panel.output.setText(str(out))
     panel.batch.set_values(1, 8, 2)
     panel.seq.set_values(2, 32, 8)
     stages: list[str] = []
     panel.runner.progress.connect(lambda stage, _f: stages.append(stage))
-    with qtbot.waitSignal(panel.archive_exported, timeout=240_000) as blocker:
-        qtbot.mouseClick(panel.export_button, qtbot_left())
+    with qtbot.waitSignal(panel.archive_exported, timeout=300_000) as blocker:
+        qtbot.mouseClick(panel.export_button, Qt.LeftButton)
         assert panel.runner.is_running() and panel.cancel_button.isEnabled()
         assert not panel.export_button.isEnabled()
-    path, result = blocker.args
+    path, _result = blocker.args
     assert Path(path) == out.resolve() and out.is_file()
     assert {"export encoder", "export decoder", "save"} <= set(stages)
     with open_archive(out) as archive:
         assert sorted(archive.program_names) == ["decoder", "encoder"]
         ranges = {r.text() for r in archive.program("decoder").range_constraints.values()}
     assert ranges == {"[1, 8]", "[2, 32]"}
+    # The new archive opens in a new tab.
+    qtbot.waitUntil(lambda: window.tabs.count() == 2
+                    and window.current_archive_path() == str(out.resolve()), timeout=60000)
     qtbot.waitUntil(lambda: not panel.runner.is_running(), timeout=5000)
     assert panel.export_button.isEnabled() and not panel.cancel_button.isEnabled()
-    # The comparison with the archive that was open: seq_len 2:64 -> 2:32, batch 1:8 kept.
+    # Compared with the archive that was open (the default export: batch 1:64, seq 2:256).
     assert panel.compare_box.isVisibleTo(panel)
     rows = {(r[0], r[1]): r[2:] for r in panel.compare_table.rows()}
-    assert rows[("decoder", "input_ids[1]")] == ("[2, 64]", "[2, 32]")
-    assert rows[("decoder", "input_ids[0]")] == ("[1, 8]", "[1, 8]")
-    assert rows[("encoder", "pixel_values[0]")] == ("[1, 8]", "[1, 8]")
+    assert rows[("decoder", "input_ids[1]")] == ("[2, 256]", "[2, 32]")
+    assert rows[("decoder", "input_ids[0]")] == ("[1, 64]", "[1, 8]")
+    assert rows[("encoder", "pixel_values[0]")] == ("[1, 64]", "[1, 8]")
+    assert toy_archive.name in panel.compare_box.title()
     assert "Exported toy-tiny.pt2" in panel.status.text()
 
 
-def test_cancel_ends_the_child_and_writes_nothing(qtbot, panel, tmp_path):
-    out = tmp_path / "toy-tiny.pt2"
+def test_cancel_ends_the_child_and_writes_nothing(qtbot, panel, out_dir):
+    out = out_dir / "toy-tiny.pt2"
     saw: list[str] = []
 
     def on_progress(stage: str, _fraction: float) -> None:
@@ -139,11 +149,5 @@ def test_cancel_ends_the_child_and_writes_nothing(qtbot, panel, tmp_path):
     assert time.monotonic() - t0[0] < 1.5
     assert "cancelled" in panel.status.text()
     assert panel.export_button.isEnabled()
-    qtbot.waitUntil(lambda: not any(tmp_path.iterdir()), timeout=2000)
+    qtbot.waitUntil(lambda: not any(out_dir.iterdir()), timeout=2000)
     assert not out.exists()
-
-
-def qtbot_left():
-    from PySide6.QtCore import Qt
-
-    return Qt.LeftButton

@@ -14,16 +14,16 @@ import time
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest  # noqa: E402
-from _panel_helpers import ROOT, no_leaks, toy_tiny_archive, wait_gone  # noqa: E402,F401
+from _panel_helpers import ROOT, no_leaks, wait_gone  # noqa: E402,F401
 from PySide6.QtCore import QTimer  # noqa: E402
 from PySide6.QtGui import QImage  # noqa: E402
 
 from inspector.ui.run_panel import RunPanel, run_label  # noqa: E402
 
 
-@pytest.fixture(scope="session")
-def toy(tmp_path_factory):
-    return toy_tiny_archive(tmp_path_factory)
+@pytest.fixture
+def toy(toy_archive):
+    return toy_archive
 
 
 @pytest.fixture

@@ -1,0 +1,635 @@
+"""The Audit panel: what export baked into the archive, and the fix one click away.
+
+The audit (inspector/core/audit.py) and retarget (inspector/core/retarget.py) are pure
+Python without torch, so they run in a worker thread of this process: no child needed,
+and retargeting to `cuda` works on a machine without a GPU. Findings are grouped by rule
+(with counts) and by group (the device, the package); clicking one selects its node in
+the listing. Findings are marked in the listing's gutter through the window.
+"Retarget to ..." writes a new archive (progress, Cancel), opens it in a new tab and
+shows the audit before and after side by side.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, Signal
+from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QTextBrowser,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from inspector.core.audit import ERROR, INFO, RULE_TITLES, RULES, WARNING, Finding
+from inspector.core.errors import InspectorError
+from inspector.ui.device_list import DeviceSource
+
+SEVERITY_COLORS = {ERROR: "#d32f2f", WARNING: "#f9a825", INFO: "#1e88e5"}
+NO_TARGET = "(any device)"
+TARGET_CHOICES = ("cuda", "cuda:0", "cpu", "mps", "meta", "xpu")
+FINDING_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
+# --- work done off the GUI thread (pure Python, no Qt) ---------------------------
+
+@dataclass
+class AuditReport:
+    path: str
+    target: str | None
+    findings: list[Finding]
+
+    def counts(self) -> Counter[str]:
+        return Counter(f.severity for f in self.findings)
+
+    def marks(self) -> dict[str, dict[int, str]]:
+        """program -> {listing line: worst severity}, for the window's gutter."""
+        rank = {ERROR: 0, WARNING: 1, INFO: 2}
+        out: dict[str, dict[int, str]] = defaultdict(dict)
+        for f in self.findings:
+            if f.program is None or f.line is None:
+                continue
+            old = out[f.program].get(f.line)
+            if old is None or rank[f.severity] < rank[old]:
+                out[f.program][f.line] = f.severity
+        return dict(out)
+
+
+def audit_file(path: str, target: str | None) -> AuditReport:
+    from inspector.core.archive import open_archive
+    from inspector.core.audit import audit_archive
+    from inspector.core.device_names import parse_device
+    from inspector.core.listing import render_listing
+
+    device = parse_device(target) if target else None
+    with open_archive(path) as archive:
+        # Listings give each finding its line: the same lines the window shows.
+        listings = {n: render_listing(archive.program(n)) for n in archive.program_names}
+        findings = audit_archive(archive, target=device, listings=listings)
+    return AuditReport(str(path), target, findings)
+
+
+def retarget_file(source: str, output: str, device: str,
+                  progress: Callable[[float], None], cancelled: Callable[[], bool]
+                  ) -> tuple[Any, AuditReport]:
+    from inspector.core.retarget import retarget
+
+    result = retarget(source, output, device, on_progress=lambda f: progress(0.9 * f),
+                      should_cancel=cancelled)
+    progress(0.95)
+    return result, audit_file(str(result.output), device)
+
+
+class _Signals(QObject):
+    done = Signal(object)
+    failed = Signal(str, str)
+    progress = Signal(float)
+
+
+class _Work(QRunnable):
+    """fn(*args) in a pool thread; results come back to the GUI thread as signals."""
+
+    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
+        super().__init__()
+        self.fn, self.args = fn, args
+        self.signals = _Signals()
+
+    def run(self) -> None:
+        import traceback
+
+        try:
+            value = self.fn(*self.args)
+        except InspectorError as exc:
+            self.signals.failed.emit(str(exc), traceback.format_exc())
+        except Exception as exc:  # a bug of ours: still a message, never a crash
+            self.signals.failed.emit(f"internal error: {type(exc).__name__}: {exc}",
+                                     traceback.format_exc())
+        else:
+            self.signals.done.emit(value)
+
+
+# --- the panel ----------------------------------------------------------------------
+
+def _dot(color: str) -> QIcon:
+    pix = QPixmap(12, 12)
+    pix.fill(Qt.GlobalColor.transparent)
+    p = QPainter(pix)
+    p.setRenderHint(QPainter.RenderHint.Antialiasing)
+    p.setBrush(QColor(color))
+    p.setPen(Qt.PenStyle.NoPen)
+    p.drawEllipse(1, 1, 10, 10)
+    p.end()
+    return QIcon(pix)
+
+
+class FindingsTree(QTreeWidget):
+    """Rule -> group -> finding, with counts and severity dots."""
+
+    HEADERS = ("Finding", "Where")
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setColumnCount(len(self.HEADERS))
+        self.setHeaderLabels(self.HEADERS)
+        self.setUniformRowHeights(True)
+        self.setAlternatingRowColors(True)
+        self.setSelectionMode(QAbstractItemView.SingleSelection)
+        self.header().setSectionResizeMode(0, QHeaderView.Stretch)
+        self.header().setSectionResizeMode(1, QHeaderView.ResizeToContents)
+        self.header().setStretchLastSection(False)
+        self._icons = {sev: _dot(color) for sev, color in SEVERITY_COLORS.items()}
+
+    def show_findings(self, findings: list[Finding]) -> None:
+        self.clear()
+        by_rule: dict[str, list[Finding]] = defaultdict(list)
+        for f in findings:
+            by_rule[f.rule].append(f)
+        for rule in [r for r in RULES if r in by_rule] + [r for r in by_rule if r not in RULES]:
+            items = by_rule[rule]
+            worst = min(items, key=lambda f: (ERROR, WARNING, INFO).index(f.severity)).severity
+            counts = Counter(f.severity for f in items)
+            summary = ", ".join(_plural(counts[s], s) for s in (ERROR, WARNING, INFO) if counts[s])
+            title = f"{RULE_TITLES.get(rule, rule)}  ({len(items)})"
+            top = QTreeWidgetItem([title, summary])
+            top.setToolTip(0, title)
+            top.setIcon(0, self._icons[worst])
+            font = top.font(0)
+            font.setBold(True)
+            top.setFont(0, font)
+            top.setData(0, Qt.ItemDataRole.UserRole, rule)
+            top.setFirstColumnSpanned(False)
+            self.addTopLevelItem(top)
+            groups: dict[str, list[Finding]] = defaultdict(list)
+            for f in items:
+                groups[f.group or ""].append(f)
+            for group, members in groups.items():
+                parent = top
+                if group and len(groups) > 1 or group and len(members) > 3:
+                    parent = QTreeWidgetItem([f"{group}  ({len(members)})"])
+                    top.addChild(parent)
+                for f in members:
+                    parent.addChild(self._leaf(f))
+            top.setExpanded(worst == ERROR or len(by_rule) <= 2)
+
+    def _leaf(self, f: Finding) -> QTreeWidgetItem:
+        # Docks are narrow: the node names the finding, the message is one click away.
+        label = f"{f.program} · {f.node}" if f.node else _first_clause(f.message)
+        where = f"line {f.line + 1}" if f.line is not None else (f.program or "archive")
+        item = QTreeWidgetItem([label, where])
+        item.setIcon(0, self._icons.get(f.severity, QIcon()))
+        tip = f"<b>{f.severity}</b>: {_html(f.message)}"
+        if f.fix:
+            tip += f"<br><br><b>Fix:</b> {_html(f.fix)}"
+        if f.source:
+            tip += f"<br><b>Source:</b> {_html(f.source)}"
+        item.setToolTip(0, tip)
+        item.setToolTip(1, f.source or "")
+        item.setData(0, FINDING_ROLE, f)
+        return item
+
+    def findings_shown(self) -> list[Finding]:
+        out = []
+        stack = [self.topLevelItem(i) for i in range(self.topLevelItemCount())]
+        while stack:
+            item = stack.pop()
+            f = item.data(0, FINDING_ROLE)
+            if f is not None:
+                out.append(f)
+            stack.extend(item.child(i) for i in range(item.childCount()))
+        return out
+
+    def rule_counts(self) -> dict[str, int]:
+        """rule -> the count its row shows."""
+        return {self.topLevelItem(i).data(0, Qt.ItemDataRole.UserRole):
+                _count(self.topLevelItem(i).text(0)) for i in range(self.topLevelItemCount())}
+
+    def leaf_for(self, pred: Callable[[Finding], bool]) -> QTreeWidgetItem | None:
+        stack = [self.topLevelItem(i) for i in range(self.topLevelItemCount())]
+        while stack:
+            item = stack.pop(0)
+            f = item.data(0, FINDING_ROLE)
+            if f is not None and pred(f):
+                return item
+            stack.extend(item.child(i) for i in range(item.childCount()))
+        return None
+
+
+class AuditPanel(QWidget):
+    audited = Signal(object)  # AuditReport of the archive shown on the left
+    retargeted = Signal(object, object)  # RetargetResult, AuditReport of the new archive
+    failed = Signal(str, str)
+
+    def __init__(self, window: Any = None, devices: DeviceSource | None = None,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.window = window
+        self.pool = QThreadPool(self)  # our own: closing waits for exactly our work
+        self.pool.setMaxThreadCount(1)
+        self.path: str | None = None
+        self.report: AuditReport | None = None
+        self.after: AuditReport | None = None
+        self.retarget_result: Any = None
+        self._cache: dict[tuple[str, str | None, int], AuditReport] = {}
+        self._generation = 0  # one task per panel: stale results are dropped
+        self._work: set[_Work] = set()
+        self._cancel = threading.Event()
+        self._retargeting = False
+        self._build()
+        if devices is not None:
+            devices.changed.connect(self._add_devices)
+        if window is not None:
+            if hasattr(window, "archive_opened"):
+                window.archive_opened.connect(self._on_archive_opened)
+            tabs = getattr(window, "tabs", None)
+            if tabs is not None:
+                tabs.currentChanged.connect(lambda _i: self._follow_window())
+
+    # -- layout --
+    def _build(self) -> None:
+        self.archive_label = QLabel("Open an archive to audit it.")
+        self.archive_label.setWordWrap(True)
+        self.target = QComboBox()
+        self.target.setEditable(True)
+        self.target.setInsertPolicy(QComboBox.NoInsert)
+        self.target.addItem(NO_TARGET, None)
+        for name in TARGET_CHOICES:
+            self.target.addItem(name, name)
+        self.target.setToolTip("the device you will run on: device literals that differ from "
+                               "it are errors; retarget rewrites them")
+        self.target.setCurrentIndex(self.target.findData("cuda"))
+        self.counts_label = QLabel()
+        self.retarget_button = QPushButton()
+        self.retarget_button.setToolTip("write a copy of the archive with every recorded "
+                                        "device set to the target (no torch needed)")
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setMaximumWidth(180)
+        self.progress.hide()
+        top = QHBoxLayout()
+        top.addWidget(QLabel("Target"))
+        top.addWidget(self.target)
+        top.addWidget(self.retarget_button)
+        top.addWidget(self.cancel_button)
+        top.addWidget(self.progress)
+        top.addStretch(1)
+
+        self.before_title = QLabel()
+        self.before = FindingsTree()
+        self.after_title = QLabel()
+        self.after_tree = FindingsTree()
+        left = self._titled(self.before_title, self.before)
+        self.after_box = self._titled(self.after_title, self.after_tree)
+        self.after_box.hide()
+        self.split = QSplitter(Qt.Orientation.Horizontal)
+        self.split.addWidget(left)
+        self.split.addWidget(self.after_box)
+        # A small browser, not a QLabel: messages run to several lines in a narrow dock.
+        self.detail = QTextBrowser()
+        self.detail.setMaximumHeight(96)
+        self.detail.setPlaceholderText("Select a finding to read what it means and how to fix it.")
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+        self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.archive_label)
+        layout.addLayout(top)
+        layout.addWidget(self.counts_label)
+        layout.addWidget(self.split, 1)
+        layout.addWidget(self.detail)
+        layout.addWidget(self.status)
+
+        self.target.currentIndexChanged.connect(self._target_changed)
+        self.target.lineEdit().editingFinished.connect(self._target_changed)
+        self.retarget_button.clicked.connect(self._retarget_dialog)
+        self.cancel_button.clicked.connect(self.cancel)
+        for tree in (self.before, self.after_tree):
+            tree.itemClicked.connect(self._clicked)
+            tree.currentItemChanged.connect(lambda cur, _prev: self._show_detail(cur))
+        self._update_buttons()
+
+    @staticmethod
+    def _titled(title: QLabel, tree: QTreeWidget) -> QWidget:
+        box = QWidget()
+        v = QVBoxLayout(box)
+        v.setContentsMargins(0, 0, 0, 0)
+        v.addWidget(title)
+        v.addWidget(tree, 1)
+        return box
+
+    # -- choosing what to audit --
+    def target_device(self) -> str | None:
+        text = self.target.currentText().strip()
+        if not text or text == NO_TARGET:
+            return None
+        return text
+
+    def set_target(self, device: str | None) -> None:
+        index = self.target.findData(device) if device else 0
+        if index < 0:
+            self.target.addItem(device, device)
+            index = self.target.count() - 1
+        self.target.setCurrentIndex(index)
+
+    def _target_problem(self) -> str | None:
+        from inspector.core.device_names import parse_device
+
+        device = self.target_device()
+        if device is None:
+            return None
+        try:
+            parse_device(device)
+        except InspectorError as exc:
+            return str(exc)
+        return None
+
+    def _target_changed(self, *_: object) -> None:
+        problem = self._target_problem()
+        self.target.setStyleSheet("" if not problem else "QComboBox { border: 1px solid #d32f2f; }")
+        self._update_buttons()
+        if problem:
+            self._set_status(problem, error=True)
+            return
+        self._set_status("")
+        if self.path and not self._retargeting:
+            self.audit(self.path)
+
+    def _add_devices(self, devices: list) -> None:
+        for dev in devices:
+            if self.target.findData(dev.id) < 0:
+                self.target.addItem(dev.id, dev.id)
+
+    def _on_archive_opened(self, path: str) -> None:
+        if self.after is not None and Path(path) == Path(self.after.path):
+            self._push_marks(self.after)  # the retarget result's own tab
+            return
+        self.audit(path)
+
+    def _follow_window(self) -> None:
+        getter = getattr(self.window, "current_archive_path", None)
+        path = getter() if callable(getter) else None
+        if path and path != self.path and not (self.after and Path(path) == Path(self.after.path)):
+            self.audit(path)
+
+    # -- auditing --
+    def audit(self, path: str | Path) -> None:
+        """Audit `path` (off the GUI thread); the result replaces the left tree."""
+        path = str(path)
+        if path != self.path:
+            self.after = None
+            self.after_box.hide()
+        self.path = path
+        self.archive_label.setText(f"Archive: <b>{_html(Path(path).name)}</b>")
+        target = None if self._target_problem() else self.target_device()
+        cached = self._cache.get(_cache_key(path, target))
+        if cached is not None:
+            self._show_report(cached)
+            return
+        self._generation += 1
+        gen = self._generation
+        self.counts_label.setText("Auditing…")
+        self._start(_Work(audit_file, path, target),
+                    lambda rep: gen == self._generation and self._audited(rep),
+                    lambda msg, det: gen == self._generation and self._failed(msg, det))
+
+    def _audited(self, report: AuditReport) -> None:
+        self._cache[_cache_key(report.path, report.target)] = report
+        self._show_report(report)
+
+    def _show_report(self, report: AuditReport) -> None:
+        self.report = report
+        self.before.show_findings(report.findings)
+        self.before_title.setText(f"<b>{_html(Path(report.path).name)}</b>")
+        self.counts_label.setText(_counts_text(report, "Findings"))
+        self._push_marks(report)
+        self._update_buttons()
+        self.audited.emit(report)
+
+    def _push_marks(self, report: AuditReport) -> None:
+        setter = getattr(self.window, "set_line_marks", None)
+        current = getattr(self.window, "current_archive_path", lambda: None)()
+        if not callable(setter) or not current or Path(current) != Path(report.path):
+            return
+        marks = report.marks()
+        for program in _program_names(report):
+            setter(marks.get(program, {}), program)
+
+    def _failed(self, message: str, details: str) -> None:
+        self.counts_label.setText("")
+        self._set_status(message, error=True)
+        self.failed.emit(message, details)
+
+    # -- clicking --
+    def _clicked(self, item: QTreeWidgetItem, _column: int) -> None:
+        f: Finding | None = item.data(0, FINDING_ROLE)
+        if f is None or f.program is None or f.node is None:
+            return
+        tree = item.treeWidget()
+        select = getattr(self.window, "select_node", None)
+        if callable(select) and self._tree_is_current_tab(tree):
+            select(f.program, f.node)
+
+    def _tree_is_current_tab(self, tree: QTreeWidget) -> bool:
+        """A finding selects its node only in the tab of the archive it came from."""
+        report = self.report if tree is self.before else self.after
+        current = getattr(self.window, "current_archive_path", lambda: None)()
+        if report is None or not current:
+            return False
+        if Path(current) != Path(report.path):
+            self.window.open_archive(report.path)  # shows its tab (opens it if needed)
+        return True
+
+    def _show_detail(self, item: QTreeWidgetItem | None) -> None:
+        f = item.data(0, FINDING_ROLE) if item is not None else None
+        if f is None:
+            self.detail.clear()
+            return
+        color = SEVERITY_COLORS.get(f.severity, "gray")
+        text = f"<b style='color:{color}'>{f.severity}</b> {_html(f.message)}"
+        if f.fix:
+            text += f"<br><b>Fix:</b> <code>{_html(f.fix)}</code>"
+        if f.source:
+            text += f"<br><b>Source:</b> {_html(f.source)}"
+        self.detail.setHtml(text)
+
+    # -- retarget --
+    def _update_buttons(self) -> None:
+        device = self.target_device()
+        ok = bool(self.path) and device is not None and not self._target_problem()
+        self.retarget_button.setText(f"Retarget to {device}…" if device else "Retarget…")
+        self.retarget_button.setEnabled(ok and not self._retargeting)
+        self.cancel_button.setEnabled(self._retargeting)
+        self.target.setEnabled(not self._retargeting)
+
+    def default_output(self, device: str) -> Path:
+        src = Path(self.path or "archive.pt2")
+        return src.with_name(f"{src.stem}-{device.replace(':', '')}.pt2")
+
+    def _retarget_dialog(self) -> None:
+        device = self.target_device()
+        if not device or not self.path:
+            return
+        out, _ = QFileDialog.getSaveFileName(self, f"Retarget to {device}",
+                                             str(self.default_output(device)),
+                                             "PyTorch export archives (*.pt2)")
+        if out:
+            self.retarget_to(device, out if out.endswith(".pt2") else out + ".pt2")
+
+    def retarget_to(self, device: str, output: str | Path) -> bool:
+        if self._retargeting or not self.path:
+            return False
+        self.set_target(device)
+        self._retargeting = True
+        self._cancel.clear()
+        self._generation += 1
+        gen = self._generation
+        self.progress.setValue(0)
+        self.progress.setFormat("retarget %p%")
+        self.progress.show()
+        self._set_status(f"Writing {Path(output).name}…")
+        self._update_buttons()
+        work = _Work(retarget_file)
+        # Progress crosses threads through the signal (queued to the GUI thread).
+        work.args = (self.path, str(output), device, work.signals.progress.emit,
+                     self._cancel.is_set)
+        work.signals.progress.connect(lambda f: self.progress.setValue(int(f * 1000)))
+        self._start(work, lambda value: self._retargeted(gen, value),
+                    lambda msg, det: self._retarget_failed(gen, msg, det))
+        return True
+
+    def cancel(self) -> None:
+        if self._retargeting:
+            self._cancel.set()
+            self._set_status("Cancelling…")
+
+    def _retargeted(self, gen: int, value: tuple[Any, AuditReport]) -> None:
+        self._retargeting = False
+        self.progress.hide()
+        self._update_buttons()
+        if gen != self._generation:
+            return
+        result, report = value
+        self.retarget_result = result
+        self.after = report
+        self._cache[_cache_key(report.path, report.target)] = report
+        self.after_tree.show_findings(report.findings)
+        self.after_title.setText(f"<b>{_html(Path(report.path).name)}</b> (after)")
+        self.after_box.show()
+        half = max(self.split.width() // 2, 100)
+        self.split.setSizes([half, half])
+        before = self.report
+        changes = ", ".join(f"{p.program} {p.literals}" for p in result.programs if p.literals)
+        literals = sum(p.literals for p in result.programs)
+        text = (f"Rewrote {literals} device literal{'s' if literals != 1 else ''}"
+                f"{f' ({changes})' if changes else ''} to {result.device} in "
+                f"{result.seconds:.2f} s. ")
+        if before is not None:
+            text += (f"Errors {before.counts()[ERROR]} → {report.counts()[ERROR]}, "
+                     f"warnings {before.counts()[WARNING]} → {report.counts()[WARNING]}.")
+        self._set_status(text)
+        if self.window is not None and hasattr(self.window, "open_archive"):
+            self.window.open_archive(str(result.output))
+        self.retargeted.emit(result, report)
+
+    def _retarget_failed(self, gen: int, message: str, details: str) -> None:
+        self._retargeting = False
+        self.progress.hide()
+        self._update_buttons()
+        if gen == self._generation:
+            self._set_status(message, error=True)
+            self.failed.emit(message, details)
+
+    # -- plumbing --
+    def _start(self, work: _Work, on_done: Callable[[Any], Any],
+               on_fail: Callable[[str, str], Any]) -> None:
+        self._work.add(work)
+        work.setAutoDelete(False)
+        work.signals.done.connect(on_done)
+        work.signals.failed.connect(on_fail)
+        work.signals.done.connect(lambda _v: self._work.discard(work))
+        work.signals.failed.connect(lambda *_: self._work.discard(work))
+        self.pool.start(work)
+
+    def is_busy(self) -> bool:
+        return bool(self._work)
+
+    def shutdown(self) -> None:
+        self._cancel.set()
+        self._generation += 1
+        self.pool.waitForDone(5000)
+
+    def _set_status(self, text: str, error: bool = False) -> None:
+        self.status.setStyleSheet("color: #c62828;" if error else "")
+        self.status.setText(text)
+
+
+def _counts_text(report: AuditReport, what: str) -> str:
+    c = report.counts()
+    if not report.findings:
+        return f"{what}: none. Nothing baked in that the rules know of."
+    parts = [f"<span style='color:{SEVERITY_COLORS[s]}'>●</span> {_plural(c[s], s)}"
+             for s in (ERROR, WARNING, INFO) if c[s]]
+    target = f" for <b>{_html(report.target)}</b>" if report.target else ""
+    return f"{what}{target}: " + " &nbsp; ".join(parts)
+
+
+def _program_names(report: AuditReport) -> list[str]:
+    from inspector.core.archive import open_archive
+
+    try:
+        with open_archive(report.path) as archive:
+            return list(archive.program_names)
+    except InspectorError:
+        return sorted({f.program for f in report.findings if f.program})
+
+
+def _plural(n: int, severity: str) -> str:
+    return f"{n} {severity}{'s' if n != 1 and severity != INFO else ''}"
+
+
+def _cache_key(path: str, target: str | None) -> tuple[str, str | None, int]:
+    # The file's mtime: a re-export to the same path is a new archive.
+    try:
+        stamp = Path(path).stat().st_mtime_ns
+    except OSError:
+        stamp = 0
+    return str(path), target, stamp
+
+
+def _count(text: str) -> int:
+    inside = text.rsplit("(", 1)[-1].rstrip(")")
+    return int(inside) if inside.isdigit() else 0
+
+
+def _first_clause(message: str) -> str:
+    """The headline of a finding's message: up to its first ': ' outside parentheses."""
+    depth = 0
+    for i, ch in enumerate(message):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth = max(0, depth - 1)
+        elif ch == ":" and depth == 0 and message[i + 1:i + 2] == " ":
+            return message[:i]
+    return message
+
+
+def _html(text: str | None) -> str:
+    return (text or "").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

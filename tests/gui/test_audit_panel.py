@@ -1,0 +1,122 @@
+"""The Audit panel in the real window: findings of a real CPU export, click to the node,
+gutter marks, retarget to cuda (no GPU needed) with before/after, cancel."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytest  # noqa: E402
+from _panel_helpers import no_leaks  # noqa: E402,F401
+from PySide6.QtCore import Qt  # noqa: E402
+
+from inspector.core.archive import open_archive  # noqa: E402
+from inspector.core.audit import DEVICE_LITERAL, ERROR, audit_archive  # noqa: E402
+
+
+@pytest.fixture
+def audited(qtbot, no_leaks, window, toy_tab, toy_archive):
+    """The window with the toy archive open and its audit shown."""
+    panels = window.job_panels
+    panels.docks["audit"].raise_()
+    audit = panels.audit
+    qtbot.waitUntil(lambda: audit.report is not None
+                    and audit.report.path == str(toy_archive), timeout=60000)
+    yield window, audit
+    audit.shutdown()
+
+
+def _literals(report, program=None):
+    return [f for f in report.findings if f.rule == DEVICE_LITERAL
+            and (program is None or f.program == program)]
+
+
+def test_lists_device_literals_of_a_cpu_export(audited, toy_archive):
+    window, audit = audited
+    assert audit.report.target == "cuda"  # the default target: cpu literals are errors
+    literals = _literals(audit.report)
+    assert len(literals) >= 15 and all(f.severity == ERROR for f in literals)
+    counts = audit.before.rule_counts()
+    assert counts[DEVICE_LITERAL] == len(literals)
+    assert len(audit.before.findings_shown()) == len(audit.report.findings)
+    assert "19 errors" in audit.counts_label.text() or f"{len(literals)} error" in \
+        audit.counts_label.text()
+    # Every device-literal line of the shown program reads device(type='cpu') in the listing,
+    # and is marked in the gutter as an error.
+    tab = window.current_tab()
+    program = tab.view.name
+    lines = tab.view.listing.lines
+    shown = _literals(audit.report, program)
+    assert shown
+    for f in shown:
+        assert "device(type='cpu')" in lines[f.line], lines[f.line]
+    marks = tab.listing.line_marks()
+    assert {f.line for f in shown} <= set(marks)
+    assert all(marks[f.line] == ERROR for f in shown)
+
+
+def test_clicking_a_finding_selects_its_node(qtbot, audited):
+    window, audit = audited
+    tab = window.current_tab()
+    program = tab.view.name
+    item = audit.before.leaf_for(lambda f: f.rule == DEVICE_LITERAL and f.program == program
+                                 and f.line is not None and f.line > 5)
+    assert item is not None
+    f = item.data(0, Qt.ItemDataRole.UserRole + 1)
+    audit.before.scrollToItem(item)
+    rect = audit.before.visualItemRect(item)
+    assert rect.isValid()
+    qtbot.mouseClick(audit.before.viewport(), Qt.LeftButton, pos=rect.center())
+    qtbot.waitUntil(lambda: tab.listing.current_line() == f.line, timeout=5000)
+    assert f.node in tab.view.listing.lines[f.line]
+    assert "device=cpu" in audit.detail.toPlainText()
+
+
+def test_retarget_to_cuda_opens_a_tab_and_compares(qtbot, audited, tmp_path, toy_archive):
+    window, audit = audited
+    out = tmp_path / "toy-cuda.pt2"
+    before_errors = audit.report.counts()[ERROR]
+    with qtbot.waitSignal(audit.retargeted, timeout=60000) as blocker:
+        assert audit.retarget_to("cuda", out)
+        assert not audit.retarget_button.isEnabled() and audit.cancel_button.isEnabled()
+    result, after = blocker.args
+    assert out.is_file() and result.output == out
+    assert sum(p.literals for p in result.programs) == len(_literals(audit.report))
+    assert after.counts()[ERROR] == 0 < before_errors
+    # The archive itself: no cpu literal left (core audit, independent of the panel).
+    with open_archive(out) as archive:
+        again = audit_archive(archive, target=None)
+    assert all(f.group != "cpu" for f in again if f.rule == DEVICE_LITERAL)
+    # Opened in a new tab; before and after side by side.
+    qtbot.waitUntil(lambda: window.tabs.count() == 2
+                    and window.current_archive_path() == str(out), timeout=60000)
+    assert audit.after_box.isVisibleTo(audit)
+    assert audit.after_tree.rule_counts()[DEVICE_LITERAL] == len(_literals(after))
+    assert f"Errors {before_errors} → 0" in audit.status.text()
+    assert audit.report.path == str(toy_archive)  # the left side still shows the original
+    # Its tab got its own gutter marks (warnings now: cuda literals matching the target).
+    qtbot.waitUntil(lambda: bool(window.current_tab().listing.line_marks()), timeout=10000)
+    assert ERROR not in window.current_tab().listing.line_marks().values()
+
+
+def test_cancelled_retarget_writes_nothing(qtbot, audited, tmp_path):
+    window, audit = audited
+    folder = tmp_path / "out"
+    folder.mkdir()
+    out = folder / "toy-meta.pt2"
+    with qtbot.waitSignal(audit.failed, timeout=60000) as blocker:
+        assert audit.retarget_to("meta", out)
+        audit.cancel()
+    assert "cancel" in blocker.args[0]
+    audit.pool.waitForDone(5000)
+    assert not out.exists() and list(folder.iterdir()) == []
+    assert audit.retarget_button.isEnabled() and window.tabs.count() == 1
+
+
+def test_bad_target_is_refused_before_running(qtbot, audited):
+    _window, audit = audited
+    audit.target.setEditText("gpu")
+    audit.target.lineEdit().editingFinished.emit()
+    assert "did you mean cuda" in audit.status.text()
+    assert not audit.retarget_button.isEnabled()
