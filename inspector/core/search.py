@@ -85,8 +85,18 @@ class SearchResult:
                 out.append((start, start + len(needle)))
                 start = hay.find(needle, start + len(needle))
             return out
-        stripped = len(text) - len(text.lstrip())
-        return [(stripped, len(text))] if text.strip() else []
+        # field terms: mark the field values where the line shows them (op:arange
+        # marks "arange"); the match line itself is tinted by the view anyway
+        low = text.lower()
+        out = []
+        for _field, value in q.fields:
+            needle = value.lower().rsplit(":", 1)[0] if _field == "file" else value.lower()
+            needle = needle.rsplit("/", 1)[-1]
+            start = low.find(needle) if needle else -1
+            while start >= 0:
+                out.append((start, start + len(needle)))
+                start = low.find(needle, start + len(needle))
+        return sorted(out)
 
 
 class SearchIndex:

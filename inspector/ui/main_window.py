@@ -16,10 +16,12 @@ from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplicat
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
+    QFrame,
     QLabel,
     QMainWindow,
     QMessageBox,
     QProgressBar,
+    QScrollArea,
     QStackedWidget,
     QTabWidget,
     QWidget,
@@ -100,8 +102,6 @@ class MainWindow(QMainWindow):
         self.dock_tables = self._dock("Tables", self.tables, Qt.DockWidgetArea.BottomDockWidgetArea)
         self.tabifyDockWidget(self.dock_source, self.dock_tables)
         self.dock_source.raise_()
-        self.resizeDocks([self.dock_modules, self.dock_details], [300, 430], Qt.Orientation.Horizontal)
-        self.resizeDocks([self.dock_source], [250], Qt.Orientation.Vertical)
 
         self.status_label = QLabel("Open a .pt2 archive (Ctrl+O) or drop one here", self)
         self.cursor_label = QLabel("", self)
@@ -118,7 +118,7 @@ class MainWindow(QMainWindow):
 
         build_menus(self)
         _install_panels(self)
-        self._restore()  # after the panels, so their docks get their saved places
+        self._restored = self._restore()  # after the panels: their docks get their places
         self._update_empty()
         hints = QGuiApplication.styleHints()
         hints.colorSchemeChanged.connect(lambda _s: self.apply_theme())
@@ -134,8 +134,14 @@ class MainWindow(QMainWindow):
     def add_panel(self, title: str, widget: QWidget,
                   area: Qt.DockWidgetArea = Qt.DockWidgetArea.RightDockWidgetArea) -> QDockWidget:
         """Dock another helper's panel; it gets a View menu entry and its state
-        is saved with the others."""
-        dock = self._dock(title, widget, area)
+        is saved with the others. The panel sits in a scroll area so its minimum
+        size never squeezes the listing (dock.widget().widget() is the panel)."""
+        scroll = QScrollArea(self)
+        scroll.setObjectName(f"panelScroll{title.replace(' ', '')}")
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setWidget(widget)
+        dock = self._dock(title, scroll, area)
         if area == Qt.DockWidgetArea.RightDockWidgetArea:
             self.tabifyDockWidget(self.dock_details, dock)
             self.dock_details.raise_()
@@ -513,14 +519,26 @@ class MainWindow(QMainWindow):
         self.details.set_theme(theme)
         self.source.set_theme(theme)
 
-    def _restore(self) -> None:
+    def _restore(self) -> bool:
         s = keys.settings()
         geometry = s.value(keys.GEOMETRY)
         if isinstance(geometry, QByteArray):
             self.restoreGeometry(geometry)
         state = s.value(keys.WINDOW_STATE)
-        if isinstance(state, QByteArray):
-            self.restoreState(state)
+        return isinstance(state, QByteArray) and self.restoreState(state)
+
+    def _default_layout(self) -> None:
+        """First run: the listing gets most of the window; docks stay modest."""
+        w, h = max(self.width(), 1000), max(self.height(), 700)
+        self.resizeDocks([self.dock_modules, self.dock_details], [int(w * 0.2), int(w * 0.3)],
+                         Qt.Orientation.Horizontal)
+        self.resizeDocks([self.dock_source], [int(h * 0.28)], Qt.Orientation.Vertical)
+
+    def showEvent(self, event) -> None:  # noqa: N802
+        super().showEvent(event)
+        if not self._restored and not getattr(self, "_laid_out", False):
+            self._laid_out = True
+            self._default_layout()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
         s = keys.settings()

@@ -300,7 +300,7 @@ def test_add_panel_and_settings_round_trip(qtbot, window, toy_tab, temp_settings
     from PySide6.QtWidgets import QLabel
 
     dock = window.add_panel("Extra", QLabel("panel"))
-    assert dock.widget().text() == "panel"
+    assert dock.widget().widget().text() == "panel"
     assert dock.toggleViewAction() in window.view_menu.actions()
     window.close()
     s = keys.settings()
