@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         set_desktop_identity(app)
     except Exception:  # a missing icon must never stop the window
         pass
-    window = MainWindow()
+    window = MainWindow(remember=not screenshot)  # screenshots: the default layout
     if screenshot:
         return _screenshot(app, window, files, Path(screenshot))
     window.show()

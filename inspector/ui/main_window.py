@@ -55,8 +55,10 @@ class MainWindow(QMainWindow):
     archive_opened = Signal(str)  # path, once its first program is shown
     loadsFinished = Signal()  # no archive or program is loading any more
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, remember: bool = True) -> None:
+        """`remember=False` (screenshots): default layout, nothing saved on close."""
         super().__init__(parent)
+        self.remember = remember
         self.setObjectName("mainWindow")
         self.setWindowTitle(APP_TITLE)
         self.setAcceptDrops(True)
@@ -118,7 +120,7 @@ class MainWindow(QMainWindow):
 
         build_menus(self)
         _install_panels(self)
-        self._restored = self._restore()  # after the panels: their docks get their places
+        self._restored = self._restore() if remember else False  # after the panels: their docks get their places
         self._update_empty()
         hints = QGuiApplication.styleHints()
         hints.colorSchemeChanged.connect(lambda _s: self.apply_theme())
@@ -541,10 +543,11 @@ class MainWindow(QMainWindow):
             self._default_layout()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
-        s = keys.settings()
-        s.setValue(keys.GEOMETRY, self.saveGeometry())
-        s.setValue(keys.WINDOW_STATE, self.saveState())
-        s.sync()
+        if self.remember:
+            s = keys.settings()
+            s.setValue(keys.GEOMETRY, self.saveGeometry())
+            s.setValue(keys.WINDOW_STATE, self.saveState())
+            s.sync()
         self.pool.waitForDone(5000)  # never leave a parsing thread behind
         super().closeEvent(event)
 
