@@ -113,7 +113,7 @@ def export_archive(
     programs["decoder"] = _export(torch, decoder, dec_args, dec_shapes, spec.strict)
     if spec.decompose:
         stage("decompose", 0.7)
-        programs = {name: ep.run_decompositions() for name, ep in programs.items()}
+        programs = {name: _decompose(torch, name, ep) for name, ep in programs.items()}
     del model, decoder
 
     extra = {EXTRA_RECORD: json.dumps(describe(spec, config, programs, torch), indent=1)}
@@ -211,6 +211,23 @@ def _export(torch: Any, module: Any, args: tuple[Any, ...], shapes: tuple[Any, .
                                "export on cpu)", traceback.format_exc()) from None
         raise ExportFailed(f"torch.export failed: {type(exc).__name__}: {_first_line(text)}",
                            traceback.format_exc()) from None
+
+
+def _decompose(torch: Any, name: str, ep: Any) -> Any:
+    """run_decompositions() to core ATen, keeping scaled_dot_product_attention whole:
+    torch 2.13's SDPA decomposition breaks GPT-2's `view` with a dynamic seq_len
+    ("Cannot view a tensor with shape [s72, s58, 64]"), and keeping it keeps fused
+    attention kernels on GPU."""
+    table = torch.export.default_decompositions()
+    table.pop(torch.ops.aten.scaled_dot_product_attention.default, None)
+    try:
+        return ep.run_decompositions(table)
+    except Exception as exc:
+        raise ExportFailed(
+            f"run_decompositions() failed on the {name} program: {type(exc).__name__}: "
+            f"{_first_line(str(exc))} (export without --decompose)",
+            traceback.format_exc(),
+        ) from None
 
 
 def _constraint_message(text: str) -> str:

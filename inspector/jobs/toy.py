@@ -132,9 +132,10 @@ class DecoderWrapper(nn.Module):
     by position), returning the logits only.
 
     With `cache_position=True` the positions come in as a third input (int64, one per
-    token) instead of an `arange` inside the model: the seed blog's fix, which keeps a
-    `device=cpu` arange out of the exported graph. transformers 5 calls them
-    `position_ids`; they are the same numbers.
+    token) instead of an `arange` inside the model: the seed blog's fix, which keeps
+    that `device=cpu` arange out of the exported graph. transformers 5 calls them
+    `position_ids`; they are the same numbers. (Its mask builders still create
+    aranges of their own: measured 9 -> 8 aranges, 15 -> 14 device literals.)
     """
 
     def __init__(self, model: nn.Module, cache_position: bool = False) -> None:

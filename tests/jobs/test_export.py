@@ -53,6 +53,15 @@ def test_archive_holds_both_programs_and_the_ranges(tiny_archive):
     assert [p.name for p in tiny_archive.parent.iterdir()] == [tiny_archive.name]
 
 
+def test_info_json_shows_the_programs_and_chosen_ranges(tiny_archive, tmp_path):
+    proc = _cli("info", "--json", str(tiny_archive), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    programs = {p["name"]: p for p in json.loads(proc.stdout)["programs"]}
+    assert sorted(programs) == ["decoder", "encoder"]
+    ranges = sorted((r["min"], r["max"]) for r in programs["decoder"]["range_constraints"].values())
+    assert ranges == [(1, 16), (2, 64)]
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
@@ -140,13 +149,15 @@ def test_kill_then_cleanup_partial(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_separate_files_and_cache_position(tmp_path):
+def test_separate_files_cache_position_and_decompose(tmp_path):
     out = tmp_path / "toy.pt2"
-    events, code = run_events("export", ["--separate", "--cache-position", "--batch", "1:4",
+    events, code = run_events("export", ["--separate", "--cache-position", "--decompose",
+                                         "--batch", "1:4",
                                          "--seq-len", "2:32", "-o", str(out)])
     assert code == 0, events[-1]
     enc, dec = tmp_path / "toy-encoder.pt2", tmp_path / "toy-decoder.pt2"
     assert events[-1]["paths"] == [str(enc), str(dec)]
+    assert "decompose" in [e["stage"] for e in events if e["event"] == "progress"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["toy-decoder.pt2", "toy-encoder.pt2"]
     with open_archive(dec) as ar:
         assert ar.program_names == ["model"]  # torch.export.save's layout, as in the blog
@@ -154,7 +165,15 @@ def test_separate_files_and_cache_position(tmp_path):
         info = json.loads(ar.read_extra("pt2_inspector.json"))
     inputs = [s for s in doc["graph_module"]["signature"]["input_specs"] if "user_input" in s]
     assert len(inputs) == 3  # input_ids, encoder_hidden_states, cache_position
-    assert info["spec"]["cache_position"] is True
+    assert info["spec"]["cache_position"] is True and info["spec"]["decompose"] is True
+    targets = {n["target"] for n in doc["graph_module"]["graph"]["nodes"]}
+    assert "torch.ops.aten.linear.default" not in targets  # core ATen after decompositions
+    assert "torch.ops.aten.scaled_dot_product_attention.default" in targets  # kept whole
+    # the positions come in as an input: the position arange is gone (the masks'
+    # aranges stay: transformers 5 builds them inside create_causal_mask)
+    traces = [n["metadata"].get("stack_trace", "") for n in doc["graph_module"]["graph"]["nodes"]
+              if "arange" in n["target"]]
+    assert traces and not any("position_ids = torch.arange" in t for t in traces)
     assert sorted((r["min_val"], r["max_val"]) for r in doc["range_constraints"].values()) == [
         (1, 4), (2, 32)]
 
