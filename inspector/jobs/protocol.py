@@ -8,6 +8,18 @@ Kinds:
   result    {"event": "result", ...job-specific fields}   (last event of a success)
   error     {"event": "error", "message": str, "details": str}  (last event of a failure)
 A child's stdout carries only events; anything torch prints goes to stderr.
+
+Per job (see each job's module for details):
+  export   progress stages: import torch, build model, export encoder, export decoder,
+           [decompose], save, done. result: paths, programs, bytes, seconds,
+           stage_seconds, ranges {batch: [min, max], seq_len: [min, max]},
+           range_constraints {program: {symbol: [min, max]}}, spec.
+  run      sample per token: repeat, step, ms. result: device, device_name, mode, compile,
+           precision, batch, tokens, max_tokens, warmup, repeats, per_token_ms,
+           encoder_ms, total_ms, p50_ms, p90_ms, p99_ms, tokens_per_s, runs_total_ms,
+           token_ids, torch, timer.
+  devices  result: devices [{id, kind, name, memory_bytes, capability?}], torch, cuda.
+Exit codes: 0 result sent, 1 error event sent, 130 cancelled (SIGTERM/SIGINT).
 """
 
 from __future__ import annotations

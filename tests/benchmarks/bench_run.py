@@ -9,7 +9,13 @@ Side by side in one run, interleaved, on CPU with the tiny preset:
 Target (issue 6): job per generation <= 1.03x bare. Also reported: whole-process wall.
 
     python tests/benchmarks/bench_run.py [ARCHIVE] [--batch N] [--tokens N] [--repeats N]
-                                         [--device DEV] [--mode export|eager]
+                                         [--device DEV]
+
+--table: the seed blog's experiment on one device (for a session with a GPU):
+export vs eager, with and without torch.compile, fp32 and bf16, all through the run job,
+on an archive exported on that device (so no baked cpu device):
+
+    python tests/benchmarks/bench_run.py --table --device cuda:0 --preset seed
 """
 
 from __future__ import annotations
@@ -67,8 +73,41 @@ def _export_tiny(path: Path) -> None:
                        "-o", str(path)])
 
 
+def table(args: argparse.Namespace) -> int:
+    from inspector.jobs.runner import JobError, run_job
+
+    archive = Path(args.archive) if args.archive else Path.home() / ".cache" / \
+        "pt2-inspector-bench" / f"{args.preset}-{args.device.replace(':', '')}.pt2"
+    if not archive.exists():
+        archive.parent.mkdir(parents=True, exist_ok=True)
+        run_job("export", ["--preset", args.preset, "--device", args.device, "-o", str(archive)])
+    print(f"{args.device}, {args.preset} archive, batch {args.batch}, {args.tokens} tokens, "
+          f"warm-up {args.warmup}, {args.repeats} timed generations")
+    print(f"{'mode':<8}{'compile':<9}{'precision':<10}{'p50 ms':>9}{'p90 ms':>9}"
+          f"{'enc ms':>9}{'total ms':>10}{'tok/s':>9}")
+    for precision in ("fp32", "bf16"):
+        for mode in ("eager", "export"):
+            for comp in (False, True):
+                argv = [str(archive), "--device", args.device, "--mode", mode, "--precision",
+                        precision, "--batch", str(args.batch), "--max-tokens", str(args.tokens),
+                        "--warmup", str(max(args.warmup, 2 if comp else 0)),
+                        "--repeats", str(args.repeats)] + (["--compile"] if comp else [])
+                try:
+                    r = run_job("run", argv)
+                except JobError as exc:
+                    print(f"{mode:<8}{str(comp):<9}{precision:<10} failed: {exc}")
+                    continue
+                print(f"{mode:<8}{str(comp):<9}{precision:<10}{r['p50_ms']:9.2f}{r['p90_ms']:9.2f}"
+                      f"{r['encoder_ms']:9.2f}{r['total_ms']:10.1f}{r['tokens_per_s']:9.1f}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--table", action="store_true",
+                        help="eager/export x compile x fp32/bf16 through the job on --device")
+    parser.add_argument("--preset", choices=("tiny", "seed"), default="tiny",
+                        help="for --table: which archive to export on the device")
     parser.add_argument("archive", nargs="?")
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--tokens", type=int, default=64)
@@ -81,6 +120,8 @@ def main() -> int:
     if args.bare:
         bare(args.archive, args.batch, args.tokens, args.warmup, args.repeats, args.device)
         return 0
+    if args.table:
+        return table(args)
 
     from inspector.jobs.runner import child_env, run_job
 
