@@ -22,6 +22,7 @@ class ArchiveTab(QWidget):
     programRequested = Signal(str)  # the user picked a program not built yet
     currentLineChanged = Signal(int)
     jumped = Signal(int, int)  # from line, to line (for Back/Forward)
+    usersRequested = Signal(str)  # value name (context menu)
 
     def __init__(self, doc: ArchiveDoc, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -57,6 +58,7 @@ class ArchiveTab(QWidget):
         self.search.closed.connect(self._close_search)
         self.listing.currentLineChanged.connect(self.currentLineChanged)
         self.listing.definitionRequested.connect(self.go_to_definition)
+        self.listing.usersRequested.connect(lambda word, _line: self.usersRequested.emit(word))
         self.listing.set_definition_test(
             lambda word, line: self.view is not None and self.view.definition_line(word, line) is not None)
 

@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterable
 from PySide6.QtCore import QPoint, QPointF, QRect, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QFontMetricsF,
+    QGuiApplication,
+    QKeySequence,
     QTextCharFormat,
     QTextLayout,
     QKeyEvent,
@@ -29,7 +31,7 @@ from PySide6.QtGui import (
     QResizeEvent,
     QWheelEvent,
 )
-from PySide6.QtWidgets import QAbstractScrollArea, QWidget
+from PySide6.QtWidgets import QAbstractScrollArea, QMenu, QWidget
 
 from inspector.ui.highlight import LineCache
 from inspector.ui.theme import Theme, code_font, current_theme
@@ -362,6 +364,28 @@ class ListingView(QAbstractScrollArea):
         self.viewport().setCursor(shape)
         super().mouseMoveEvent(event)
 
+    def contextMenuEvent(self, event) -> None:  # noqa: N802
+        pos = event.pos()
+        line = self.line_at(pos)
+        if not 0 <= line < len(self._lines):
+            return
+        self.set_current_line(line)
+        word = self.word_at(line, self.column_at(pos)) or self.word_at_cursor()
+        menu = QMenu(self)
+        if word:
+            menu.addAction(f"Go to Definition of {word}\tF12",
+                           lambda: self.definitionRequested.emit(word, line))
+            menu.addAction(f"Find Users of {word}\tShift+F12",
+                           lambda: self.usersRequested.emit(word, line))
+            menu.addSeparator()
+        menu.addAction("Copy Line\tCtrl+C", self.copy_current_line)
+        if word:
+            menu.addAction(f"Copy “{word}”", lambda: QGuiApplication.clipboard().setText(word))
+        menu.exec(event.globalPos())
+
+    def copy_current_line(self) -> None:
+        QGuiApplication.clipboard().setText(self.line_text(self._current).strip())
+
     def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802
         if event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
             bar = self.horizontalScrollBar()
@@ -378,7 +402,9 @@ class ListingView(QAbstractScrollArea):
             Qt.Key.Key_Up: cur - 1, Qt.Key.Key_Down: cur + 1,
             Qt.Key.Key_PageUp: cur - rows + 1, Qt.Key.Key_PageDown: cur + rows - 1,
         }
-        if key in moves:
+        if event.matches(QKeySequence.StandardKey.Copy):
+            self.copy_current_line()
+        elif key in moves:
             self.set_current_line(moves[key])
         elif key == Qt.Key.Key_Home and ctrl:
             self.set_current_line(0)

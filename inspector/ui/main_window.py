@@ -208,6 +208,7 @@ class MainWindow(QMainWindow):
         tab.programRequested.connect(lambda name, t=tab: self._load_program(t, name))
         tab.currentLineChanged.connect(lambda line, t=tab: self._line_changed(t, line))
         tab.jumped.connect(lambda old, new, t=tab: self._record_jump(t, old, new))
+        tab.usersRequested.connect(self.show_users)
         index = self.tabs.addTab(tab, path.name)
         self.tabs.setTabToolTip(index, str(path))
         self.tabs.setCurrentIndex(index)
@@ -416,7 +417,7 @@ class MainWindow(QMainWindow):
         users = view.users_of(name, line)
         tab.listing.set_related_lines(users)
         self.status_label.setText(f"{len(users)} user{'s' if len(users) != 1 else ''} of {name}"
-                                  + (" (highlighted; F3-style: use the Details pane list)" if users else ""))
+                                  + (" highlighted (listed in Details)" if users else ""))
         return users
 
     def go_to_definition(self) -> bool:

@@ -210,6 +210,8 @@ def test_users_of_a_value_are_highlighted(qtbot, window, toy_tab):
 
 
 def test_keyboard_navigation(qtbot, window, toy_tab):
+    from PySide6.QtGui import QGuiApplication
+
     view = toy_tab.listing
     view.setFocus()
     view.set_current_line(0)
@@ -222,6 +224,9 @@ def test_keyboard_navigation(qtbot, window, toy_tab):
     assert view.current_line() in view.visible_range()
     qtbot.keyClick(view, Qt.Key.Key_Home, Qt.KeyboardModifier.ControlModifier)
     assert view.current_line() == 0
+    qtbot.keyClick(view, Qt.Key.Key_Down)
+    qtbot.keyClick(view, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
+    assert QGuiApplication.clipboard().text() == view.line_text(1).strip()
 
 
 def test_program_switcher_reads_the_other_program(qtbot, window, toy_tab):
@@ -340,13 +345,12 @@ def test_no_torch_in_the_window_process(toy_archive):
     assert int(count) > 0
 
 
-def test_screenshot_command_writes_a_png(tmp_path, toy_archive):
+def test_screenshot_of_the_demo_writes_a_png(tmp_path):
     out = tmp_path / "window.png"
     env = {"QT_QPA_PLATFORM": "offscreen", "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
            "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
-    proc = subprocess.run([sys.executable, "-m", "inspector.cli", "--screenshot", str(out),
-                           str(toy_archive)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, env=env)
+    proc = subprocess.run([sys.executable, "-m", "inspector.cli", "--demo", "--screenshot", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20000
