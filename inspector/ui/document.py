@@ -50,7 +50,8 @@ class ModuleInfo:
 @dataclass
 class ProgramView:
     """A program ready to show. `index`, `users` and `modules` arrive in a second
-    step (complete_view) for big programs, so the listing paints first."""
+    step (index_view, applied on the GUI thread) for big programs, so the
+    listing paints first."""
 
     name: str
     program: Program
@@ -146,7 +147,7 @@ def release_frozen() -> None:
 
 def build_program_view(archive: Archive, name: str, complete: bool | None = None) -> ProgramView:
     """Read and list a program; also index it unless it is big and `complete`
-    is None (then the caller runs complete_view after showing it)."""
+    is None (then the caller runs index_view after showing it)."""
     t0 = time.perf_counter()
     with gc_paused():
         program = archive.program(name)
@@ -159,16 +160,33 @@ def build_program_view(archive: Archive, name: str, complete: bool | None = None
     return view
 
 
-def complete_view(view: ProgramView) -> ProgramView:
+@dataclass
+class ViewIndex:
+    index: SearchIndex
+    users: dict[tuple[str, str], list[int]]
+    modules: dict[str, ModuleInfo]
+    seconds: float
+
+    def apply(self, view: ProgramView) -> ProgramView:
+        """Attach to the view (on the GUI thread: the shown view never changes
+        under the painting thread's feet)."""
+        view.users, view.modules, view.index = self.users, self.modules, self.index
+        view.index_seconds = self.seconds
+        return view
+
+
+def index_view(view: ProgramView) -> ViewIndex:
+    """The search index, users and module data of a listed program (worker side)."""
     t0 = time.perf_counter()
     with gc_paused():
         index = SearchIndex(view.listing)
         users = _users(view.program, view.listing)
         modules = _modules(view.program)
-    # publish together: the GUI thread checks `index` to know all three are there
-    view.users, view.modules, view.index = users, modules, index
-    view.index_seconds = time.perf_counter() - t0
-    return view
+    return ViewIndex(index, users, modules, time.perf_counter() - t0)
+
+
+def complete_view(view: ProgramView) -> ProgramView:
+    return index_view(view).apply(view)
 
 
 def open_document(path: str | Path, program: str | None = None) -> tuple[ArchiveDoc, ProgramView | None]:

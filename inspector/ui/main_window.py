@@ -36,7 +36,7 @@ from inspector.ui.document import (
     ProgramView,
     Task,
     build_program_view,
-    complete_view,
+    index_view,
     open_document,
     release_frozen,
 )
@@ -249,8 +249,8 @@ class MainWindow(QMainWindow):
         if view.complete:
             return
         self._start(f"Indexing {view.name} ({view.node_count:,} nodes) for search…",
-                    complete_view, view,
-                    on_done=lambda v: self._completed(tab, v),
+                    index_view, view,
+                    on_done=lambda idx: self._completed(tab, idx.apply(view)),
                     on_fail=lambda msg, det: self._failed(tab.doc.path, msg, det))
 
     def _completed(self, tab: ArchiveTab, view: ProgramView) -> None:

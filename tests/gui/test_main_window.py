@@ -354,3 +354,40 @@ def test_screenshot_of_the_demo_writes_a_png(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20000
+
+
+def test_big_programs_paint_before_their_index(qtbot, window, toy_archive, monkeypatch):
+    """Above SPLIT_ABOVE_NODES the listing shows first and search waits for the
+    index built in the background (forced here on the toy by a zero threshold)."""
+    from inspector.ui import document
+
+    monkeypatch.setattr(document, "SPLIT_ABOVE_NODES", 0)
+    shown = []
+    window.archive_opened.connect(lambda p: shown.append(window.current_tab().view.complete))
+    with qtbot.waitSignal(window.loadsFinished, timeout=60000):
+        window.open_archive(toy_archive)
+    assert shown == [False]  # painted before the index existed
+    tab = window.current_tab()
+    assert tab.view.complete
+    tab.search.set_text("device:cpu")
+    assert tab.match_count() == sum(CPU_LITERAL in t for t in tab.view.listing.lines)
+    assert "decoder.transformer.h.0" in window.modules.paths()
+
+
+def test_dark_palette_switches_the_listing_theme(qtbot, window, toy_tab):
+    from PySide6.QtGui import QColor, QPalette
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance()
+    old = app.palette()
+    try:
+        dark = QPalette(old)
+        dark.setColor(QPalette.ColorRole.Window, QColor("#202124"))
+        app.setPalette(dark)
+        window.apply_theme()
+        assert toy_tab.listing.theme.dark
+        app.setPalette(old)
+        window.apply_theme()
+        assert not toy_tab.listing.theme.dark
+    finally:
+        app.setPalette(old)
