@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -39,6 +39,7 @@ from PySide6.QtWidgets import (
 from inspector.core.audit import ERROR, INFO, RULE_TITLES, RULES, WARNING, Finding
 from inspector.core.errors import InspectorError
 from inspector.ui.device_list import DeviceSource
+from inspector.ui.workers import Work, WorkQueue
 
 SEVERITY_COLORS = {ERROR: "#d32f2f", WARNING: "#f9a825", INFO: "#1e88e5"}
 NO_TARGET = "(any device)"
@@ -93,34 +94,6 @@ def retarget_file(source: str, output: str, device: str,
                       should_cancel=cancelled)
     progress(0.95)
     return result, audit_file(str(result.output), device)
-
-
-class _Signals(QObject):
-    done = Signal(object)
-    failed = Signal(str, str)
-    progress = Signal(float)
-
-
-class _Work(QRunnable):
-    """fn(*args) in a pool thread; results come back to the GUI thread as signals."""
-
-    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
-        super().__init__()
-        self.fn, self.args = fn, args
-        self.signals = _Signals()
-
-    def run(self) -> None:
-        import traceback
-
-        try:
-            value = self.fn(*self.args)
-        except InspectorError as exc:
-            self.signals.failed.emit(str(exc), traceback.format_exc())
-        except Exception as exc:  # a bug of ours: still a message, never a crash
-            self.signals.failed.emit(f"internal error: {type(exc).__name__}: {exc}",
-                                     traceback.format_exc())
-        else:
-            self.signals.done.emit(value)
 
 
 # --- the panel ----------------------------------------------------------------------
@@ -238,15 +211,13 @@ class AuditPanel(QWidget):
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.window = window
-        self.pool = QThreadPool(self)  # our own: closing waits for exactly our work
-        self.pool.setMaxThreadCount(1)
+        self.queue = WorkQueue(self)  # our own pool: closing waits for exactly our work
         self.path: str | None = None
         self.report: AuditReport | None = None
         self.after: AuditReport | None = None
         self.retarget_result: Any = None
         self._cache: dict[tuple[str, str | None, int], AuditReport] = {}
         self._generation = 0  # one task per panel: stale results are dropped
-        self._work: set[_Work] = set()
         self._cancel = threading.Event()
         self._retargeting = False
         self._build()
@@ -405,7 +376,7 @@ class AuditPanel(QWidget):
         self._generation += 1
         gen = self._generation
         self.counts_label.setText("Auditing…")
-        self._start(_Work(audit_file, path, target),
+        self._start(Work(audit_file, path, target),
                     lambda rep: gen == self._generation and self._audited(rep),
                     lambda msg, det: gen == self._generation and self._failed(msg, det))
 
@@ -505,7 +476,7 @@ class AuditPanel(QWidget):
         self.progress.show()
         self._set_status(f"Writing {Path(output).name}…")
         self._update_buttons()
-        work = _Work(retarget_file)
+        work = Work(retarget_file)
         # Progress crosses threads through the signal (queued to the GUI thread).
         work.args = (self.path, str(output), device, work.signals.progress.emit,
                      self._cancel.is_set)
@@ -557,23 +528,17 @@ class AuditPanel(QWidget):
             self.failed.emit(message, details)
 
     # -- plumbing --
-    def _start(self, work: _Work, on_done: Callable[[Any], Any],
+    def _start(self, work: Work, on_done: Callable[[Any], Any],
                on_fail: Callable[[str, str], Any]) -> None:
-        self._work.add(work)
-        work.setAutoDelete(False)
-        work.signals.done.connect(on_done)
-        work.signals.failed.connect(on_fail)
-        work.signals.done.connect(lambda _v: self._work.discard(work))
-        work.signals.failed.connect(lambda *_: self._work.discard(work))
-        self.pool.start(work)
+        self.queue.submit(work, on_done, on_fail)
 
     def is_busy(self) -> bool:
-        return bool(self._work)
+        return self.queue.busy()
 
     def shutdown(self) -> None:
         self._cancel.set()
         self._generation += 1
-        self.pool.waitForDone(5000)
+        self.queue.wait(5000)
 
     def _set_status(self, text: str, error: bool = False) -> None:
         self.status.setStyleSheet("color: #c62828;" if error else "")

@@ -45,7 +45,8 @@ from inspector.jobs.spec import (
 )
 from inspector.ui.device_list import DeviceSource, fill_combo
 from inspector.ui.job_runner import JobRunner
-from inspector.ui.range_table import RangeCompareTable, compare, range_rows
+from inspector.ui.range_table import RangeCompareTable, compare_files
+from inspector.ui.workers import Work, WorkQueue
 
 _INVALID_STYLE = "QSpinBox { border: 1px solid #d32f2f; background: rgba(211, 47, 47, 0.12); }"
 _ERROR_COLOR = "#c62828"
@@ -151,12 +152,14 @@ class ExportPanel(QWidget):
 
     archive_exported = Signal(str, object)  # path, the job's result event
     export_failed = Signal(str, str)  # message, details
+    compared = Signal()  # the before/after range table is shown
 
     def __init__(self, window: Any = None, devices: DeviceSource | None = None,
                  parent=None) -> None:
         super().__init__(parent)
         self.window = window
         self.runner = JobRunner(self)
+        self.queue = WorkQueue(self)  # reads the range tables off the GUI thread
         self._before: str | None = None  # archive open when the export started
         # Compared with the new archive when there is no window to ask (standalone use).
         self.base_archive: str | None = None
@@ -378,6 +381,7 @@ class ExportPanel(QWidget):
 
     def shutdown(self) -> None:
         self.runner.shutdown()
+        self.queue.wait(5000)
 
     def _on_progress(self, stage: str, fraction: float) -> None:
         self.progress.setValue(int(fraction * 1000))
@@ -442,17 +446,22 @@ class ExportPanel(QWidget):
         self.details_button.setArrowType(Qt.DownArrow if on else Qt.RightArrow)
 
     def _show_comparison(self, before: str | None, after: str) -> None:
-        try:
-            new = range_rows(after)
-            old = range_rows(before) if before and Path(before).exists() else []
-        except InspectorError as exc:
-            self.status.setText(self.status.text() + f" (cannot compare ranges: {exc})")
-            return
-        self.compare_table.show_rows(compare(old, new))
-        title = (f"Range constraints: {Path(before).name} → {Path(after).name}" if old
-                 else f"Range constraints of {Path(after).name}")
-        self.compare_box.setTitle(title)
-        self.compare_box.show()
+        # Both programs are parsed to label the symbols: seconds on a big archive, so
+        # in a worker; the table appears when it is ready.
+        before = before if before and Path(before).exists() else None
+
+        def show(rows: list[tuple[str, str, str, str, bool]]) -> None:
+            self.compare_table.show_rows(rows)
+            title = (f"Range constraints: {Path(before).name} → {Path(after).name}" if before
+                     else f"Range constraints of {Path(after).name}")
+            self.compare_box.setTitle(title)
+            self.compare_box.show()
+            self.compared.emit()
+
+        def failed(message: str, _details: str) -> None:
+            self.status.setText(self.status.text() + f" (cannot compare ranges: {message})")
+
+        self.queue.submit(Work(compare_files, before, after), show, failed)
 
     def _current_archive(self) -> str | None:
         getter = getattr(self.window, "current_archive_path", None)

@@ -210,6 +210,12 @@ class JobRunner(QObject):
                           str(event.get("details") or ""))
 
     def _on_finished(self, task: _Task, code: int, status: QProcess.ExitStatus) -> None:
+        try:
+            self._finish(task, code, status)
+        except RuntimeError:  # the QProcess went with its parent (interpreter teardown)
+            pass
+
+    def _finish(self, task: _Task, code: int, status: QProcess.ExitStatus) -> None:
         if task is not self._task:
             self._reap(task)
             return

@@ -63,6 +63,11 @@ def compare(old: list[RangeRow], new: list[RangeRow]) -> list[tuple[str, str, st
     return out
 
 
+def compare_files(before: str | None, after: str) -> list[tuple[str, str, str, str, bool]]:
+    """compare() of two archives' tables (`before` may be None: only the new one)."""
+    return compare(range_rows(before) if before else [], range_rows(after))
+
+
 class RangeCompareTable(QTableWidget):
     """Program | Dimension | Before | After, changed rows emphasised."""
 

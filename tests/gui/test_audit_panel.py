@@ -109,7 +109,7 @@ def test_cancelled_retarget_writes_nothing(qtbot, audited, tmp_path):
         assert audit.retarget_to("meta", out)
         audit.cancel()
     assert "cancel" in blocker.args[0]
-    audit.pool.waitForDone(5000)
+    audit.queue.wait(5000)
     assert not out.exists() and list(folder.iterdir()) == []
     assert audit.retarget_button.isEnabled() and window.tabs.count() == 1
 

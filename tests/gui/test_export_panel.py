@@ -120,7 +120,7 @@ def test_real_tiny_export_from_the_panel_opens_a_new_tab(qtbot, no_leaks, window
     qtbot.waitUntil(lambda: not panel.runner.is_running(), timeout=5000)
     assert panel.export_button.isEnabled() and not panel.cancel_button.isEnabled()
     # Compared with the archive that was open (the default export: batch 1:64, seq 2:256).
-    assert panel.compare_box.isVisibleTo(panel)
+    qtbot.waitUntil(lambda: panel.compare_box.isVisibleTo(panel), timeout=30000)
     rows = {(r[0], r[1]): r[2:] for r in panel.compare_table.rows()}
     assert rows[("decoder", "input_ids[1]")] == ("[2, 256]", "[2, 32]")
     assert rows[("decoder", "input_ids[0]")] == ("[1, 64]", "[1, 8]")

@@ -1,0 +1,206 @@
+"""Benchmark (issues 4 and 6): the window while jobs run.
+
+1. Event-loop stall while an export job runs (goal < 100 ms). The real MainWindow with
+   the toy archive open; a QTimer heartbeat every 5 ms; Export pressed in the Export
+   panel; the longest gap between heartbeats from the click to the result event, and
+   separately the gaps while the new archive opens in its tab. Printed beside the same
+   heartbeat over an idle window for as long, which is what the machine itself allows.
+2. Charting overhead (goal <= 5%): the same run job timed headless (jobs.runner.run_job,
+   no Qt) and from the Run panel drawing its live chart, interleaved, N rounds each;
+   the figure is the child's own per-generation time (total_ms), plus the window's time
+   spent redrawing.
+
+    QT_QPA_PLATFORM=offscreen python tests/benchmarks/bench_ui_jobs.py [--archive A.pt2]
+        [--rounds 3] [--tokens 48] [--repeats 2] [--skip-export] [--skip-run]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from PySide6.QtCore import QEventLoop, QSettings, QTimer  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
+
+HEARTBEAT_MS = 5
+
+
+class Heartbeat:
+    def __init__(self) -> None:
+        self.beats: list[float] = []
+        self.timer = QTimer()
+        self.timer.setInterval(HEARTBEAT_MS)
+        self.timer.timeout.connect(lambda: self.beats.append(time.perf_counter()))
+
+    def start(self) -> None:
+        self.beats = [time.perf_counter()]
+        self.timer.start()
+
+    def stop(self) -> list[float]:
+        self.timer.stop()
+        self.beats.append(time.perf_counter())
+        return [(b - a) * 1000 for a, b in zip(self.beats, self.beats[1:], strict=False)]
+
+
+def wait(signal, timeout_s: float) -> None:
+    loop = QEventLoop()
+    signal.connect(loop.quit)
+    QTimer.singleShot(int(timeout_s * 1000), loop.quit)
+    loop.exec()
+    signal.disconnect(loop.quit)
+
+
+def idle(seconds: float) -> None:
+    loop = QEventLoop()
+    QTimer.singleShot(int(seconds * 1000), loop.quit)
+    loop.exec()
+
+
+def summary(gaps: list[float]) -> str:
+    if not gaps:
+        return "no beats"
+    g = sorted(gaps)
+    p99 = g[min(len(g) - 1, int(0.99 * len(g)))]
+    return f"max {g[-1]:6.1f} ms  p99 {p99:5.1f} ms  ({len(g)} beats)"
+
+
+def ensure_archive(path: str | None) -> Path:
+    if path:
+        return Path(path)
+    cache = Path.home() / ".cache" / "pt2-inspector-bench"
+    cache.mkdir(parents=True, exist_ok=True)
+    out = cache / "ui-jobs-tiny.pt2"
+    if not out.exists():
+        subprocess.run([sys.executable, "-m", "inspector.jobs", "export", "--preset", "tiny",
+                        "-o", str(out)], check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+    return out
+
+
+def bench_export(app: QApplication, archive: Path) -> None:
+    from inspector.ui.main_window import MainWindow
+
+    window = MainWindow()
+    window.resize(1400, 900)
+    window.show()
+    window.open_archive(archive)
+    if window.is_loading():
+        wait(window.loadsFinished, 120)
+    panels = window.job_panels
+    panels.docks["export"].raise_()
+    panel = panels.export
+    hb = Heartbeat()
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "toy-tiny.pt2"
+        panel.output.setText(str(out))
+        panel.batch.set_values(1, 8, 2)
+        panel.seq.set_values(2, 64, 8)
+        hb.start()
+        t0 = time.perf_counter()
+        panel.start_export()
+        wait(panel.archive_exported, 600)
+        job_s = time.perf_counter() - t0
+        during = hb.stop()
+        if not out.exists():
+            print(f"export failed: {panel.status.text()}")
+            return
+        hb.start()
+        if window.is_loading():
+            wait(window.loadsFinished, 120)
+        opening = hb.stop()
+        hb.start()
+        idle(min(job_s, 20))
+        idle_gaps = hb.stop()
+    print(f"export job: {job_s:.1f} s from click to result; window heartbeat every {HEARTBEAT_MS} ms")
+    print(f"  stall while the export ran       {summary(during)}   goal < 100 ms")
+    print(f"  stall while the new tab opened   {summary(opening)}")
+    print(f"  idle window, same machine        {summary(idle_gaps)}")
+    window.close()
+
+
+def bench_run(app: QApplication, archive: Path, rounds: int, tokens: int, repeats: int) -> None:
+    from inspector.jobs.runner import run_job
+    from inspector.jobs.spec import RunSpec
+    from inspector.ui import latency_chart
+    from inspector.ui.run_panel import RunPanel
+
+    spec = RunSpec(file=str(archive), batch=1, max_tokens=tokens, warmup=1, repeats=repeats)
+    panel = RunPanel()
+    panel.resize(1200, 700)
+    panel.show()
+    panel.set_archive(str(archive))
+    panel.batch.setValue(spec.batch)
+    panel.max_tokens.setValue(spec.max_tokens)
+    panel.warmup.setValue(spec.warmup)
+    panel.repeats.setValue(spec.repeats)
+    # Time spent drawing in the window process.
+    spent = [0.0]
+    original = latency_chart.LatencyChart.redraw
+
+    def timed(self, force_hist: bool = False) -> None:
+        t = time.perf_counter()
+        original(self, force_hist)
+        spent[0] += time.perf_counter() - t
+
+    latency_chart.LatencyChart.redraw = timed
+    headless: list[float] = []
+    drawn: list[float] = []
+    frames = 0
+    samples = 0
+    for r in range(rounds):
+        res = run_job("run", spec.to_argv())
+        headless.append(res["total_ms"])
+        panel.chart.frames = 0
+        panel.start_run()
+        wait(panel.runner.finished, 900)
+        rec = panel.records[-1]
+        if rec.result is None:
+            print(f"run failed: {panel.status.text()}")
+            return
+        drawn.append(rec.result["total_ms"])
+        frames += panel.chart.frames
+        samples += rec.series.n
+        print(f"  round {r + 1}: headless {headless[-1]:8.1f} ms/generation   "
+              f"panel {drawn[-1]:8.1f} ms/generation")
+    latency_chart.LatencyChart.redraw = original
+    h, d = statistics.median(headless), statistics.median(drawn)
+    print(f"run job, tiny, cpu, batch 1, {tokens} tokens x {repeats} repeats, {rounds} rounds:")
+    print(f"  median per generation: headless {h:.1f} ms, with the panel charting {d:.1f} ms "
+          f"-> ratio {d / h:.3f} (goal <= 1.05)")
+    print(f"  window redraw: {frames} timer frames for {samples} samples, "
+          f"{spent[0] * 1000:.1f} ms drawing in all ({spent[0] * 1000 / max(frames, 1):.2f} ms/frame)")
+    panel.shutdown()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--archive")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--tokens", type=int, default=48)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--skip-export", action="store_true")
+    ap.add_argument("--skip-run", action="store_true")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as settings:
+        QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, settings)
+        app = QApplication.instance() or QApplication([])
+        archive = ensure_archive(args.archive)
+        print(f"archive {archive}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        if not args.skip_export:
+            bench_export(app, archive)
+        if not args.skip_run:
+            bench_run(app, archive, args.rounds, args.tokens, args.repeats)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
