@@ -73,15 +73,26 @@ class AuditReport:
 
 def audit_file(path: str, target: str | None) -> AuditReport:
     from inspector.core.archive import open_archive
+
+    with open_archive(path) as archive:
+        return audit_opened(path, archive, {}, target)
+
+
+def audit_opened(path: str, archive: Any, listings: dict[str, Any],
+                 target: str | None) -> AuditReport:
+    """Audit an archive the window already opened, reusing the listings it built (a
+    big program is parsed and rendered once, not once per panel)."""
     from inspector.core.audit import audit_archive
     from inspector.core.device_names import parse_device
     from inspector.core.listing import render_listing
+    from inspector.ui.document import gc_paused
 
     device = parse_device(target) if target else None
-    with open_archive(path) as archive:
+    with gc_paused():  # parsing builds millions of small objects: see document.py
         # Listings give each finding its line: the same lines the window shows.
-        listings = {n: render_listing(archive.program(n)) for n in archive.program_names}
-        findings = audit_archive(archive, target=device, listings=listings)
+        listings = {n: listings.get(n) or render_listing(archive.program(n))
+                    for n in archive.program_names}
+    findings = audit_archive(archive, target=device, listings=listings)
     return AuditReport(str(path), target, findings)
 
 
@@ -376,9 +387,23 @@ class AuditPanel(QWidget):
         self._generation += 1
         gen = self._generation
         self.counts_label.setText("Auditing…")
-        self._start(Work(audit_file, path, target),
+        doc = self._window_doc(path)
+        work = (Work(audit_opened, path, doc.archive, {n: v.listing for n, v in doc.views.items()},
+                     target) if doc is not None else Work(audit_file, path, target))
+        self._start(work,
                     lambda rep: gen == self._generation and self._audited(rep),
                     lambda msg, det: gen == self._generation and self._failed(msg, det))
+
+    def _window_doc(self, path: str) -> Any:
+        """The window's own opened archive for `path`, when it is the current tab."""
+        tab = getattr(self.window, "current_tab", lambda: None)()
+        doc = getattr(tab, "doc", None)
+        if doc is None or getattr(doc, "archive", None) is None:
+            return None
+        try:
+            return doc if Path(doc.path).resolve() == Path(path).resolve() else None
+        except OSError:
+            return None
 
     def _audited(self, report: AuditReport) -> None:
         self._cache[_cache_key(report.path, report.target)] = report

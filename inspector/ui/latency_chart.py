@@ -63,11 +63,12 @@ class Series:
 
 
 class LatencyChart(QWidget):
-    """Latency per token (top) and its histogram (bottom)."""
+    """Latency per token and its histogram (below it, or beside it when horizontal)."""
 
     redrawn = Signal()  # after each timer redraw that changed something (tests, benchmarks)
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None,
+                 orientation: Qt.Orientation = Qt.Orientation.Vertical) -> None:
         super().__init__(parent)
         self.series: list[Series] = []
         self.frames = 0  # redraws done (the benchmark reads it)
@@ -86,7 +87,7 @@ class LatencyChart(QWidget):
         self.hist_plot.setLabel("bottom", "latency (ms)")
         self.hist_plot.setLabel("left", "tokens")
         self.hist_plot.showGrid(x=True, y=True, alpha=0.25)
-        split = QSplitter(Qt.Orientation.Vertical)
+        split = QSplitter(orientation)
         split.addWidget(self.plot)
         split.addWidget(self.hist_plot)
         split.setStretchFactor(0, 3)

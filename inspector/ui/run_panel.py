@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QFileDialog,
-    QGridLayout,
+    QFormLayout,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -118,6 +118,7 @@ class RunPanel(QWidget):
     def _build(self) -> None:
         self.archive_label = QLabel("No archive: open one exported by pt2-inspector "
                                     "(it carries the encoder and decoder programs).")
+        self.archive_label.setWordWrap(True)
         self.archive_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.torch_banner = QLabel(
             "Running needs torch, which is not installed in this Python: the viewer, audit "
@@ -161,27 +162,8 @@ class RunPanel(QWidget):
         self.progress.setRange(0, 1000)
         self.progress.setFormat("idle")
         self.progress.setValue(0)
-        self.progress.setMaximumWidth(220)
 
-        grid = QGridLayout()
-        grid.setHorizontalSpacing(8)
-        pairs = [("Device", self._pair(self.device, self.refresh_devices)),
-                 ("Mode", self._pair(self.mode, self.compile)),
-                 ("Precision", self.precision), ("Batch", self.batch),
-                 ("Max tokens", self.max_tokens), ("Warm-up", self.warmup),
-                 ("Repeats", self.repeats)]
-        for i, (name, w) in enumerate(pairs):
-            row, col = divmod(i, 4)
-            label = QLabel(name)
-            grid.addWidget(label, row, col * 2, Qt.AlignRight)
-            grid.addWidget(w, row, col * 2 + 1)
-        buttons = QHBoxLayout()
-        buttons.addWidget(self.run_button)
-        buttons.addWidget(self.stop_button)
-        buttons.addWidget(self.progress, 1)
-        grid.addLayout(buttons, 1, 6, 1, 2)
-
-        self.chart = LatencyChart()
+        self.chart = LatencyChart(orientation=Qt.Orientation.Horizontal)
         self.stats = QTableWidget(0, len(STAT_COLUMNS))
         self.stats.setHorizontalHeaderLabels(STAT_COLUMNS)
         self.stats.verticalHeader().hide()
@@ -201,6 +183,7 @@ class RunPanel(QWidget):
         self.details = QPlainTextEdit()
         self.details.setReadOnly(True)
         self.details.setLineWrapMode(QPlainTextEdit.NoWrap)
+        self.details.setMaximumHeight(160)
         self.details.hide()
         self.details_button.toggled.connect(self._toggle_details)
         self.clear_button = QPushButton("Clear")
@@ -209,26 +192,51 @@ class RunPanel(QWidget):
         self.save_results_button.setToolTip("per-token times and summaries as CSV or JSON")
         self.save_chart_button = QPushButton("Save chart…")
         self.save_chart_button.setToolTip("the latency chart as PNG")
-        footer = QHBoxLayout()
-        footer.addWidget(self.status, 1)
-        footer.addWidget(self.details_button)
-        footer.addWidget(self.clear_button)
-        footer.addWidget(self.save_results_button)
-        footer.addWidget(self.save_chart_button)
+        # Left: a narrow column of options; right: the chart over the stats. The Run
+        # dock shares the bottom area with the source pane, so it is wide and short.
+        form = QFormLayout()
+        form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
+        form.addRow("Device", self._pair(self.device, self.refresh_devices))
+        form.addRow("Mode", self._pair(self.mode, self.compile))
+        form.addRow("Precision", self.precision)
+        form.addRow("Batch", self.batch)
+        form.addRow("Max tokens", self.max_tokens)
+        form.addRow("Warm-up", self.warmup)
+        form.addRow("Repeats", self.repeats)
+        run_row = QHBoxLayout()
+        run_row.addWidget(self.run_button)
+        run_row.addWidget(self.stop_button)
+        save_row = QHBoxLayout()
+        save_row.addWidget(self.clear_button)
+        save_row.addWidget(self.save_results_button)
+        save_row.addWidget(self.save_chart_button)
+        left = QWidget()
+        left.setMaximumWidth(340)
+        col = QVBoxLayout(left)
+        col.setContentsMargins(0, 0, 0, 0)
+        col.addWidget(self.archive_label)
+        col.addWidget(self.torch_banner)
+        col.addLayout(form)
+        col.addLayout(run_row)
+        col.addWidget(self.progress)
+        col.addWidget(self.status)
+        col.addWidget(self.details_button, 0, Qt.AlignLeft)
+        col.addStretch(1)
+        col.addLayout(save_row)
 
-        split = QSplitter(Qt.Orientation.Vertical)
-        split.addWidget(self.chart)
-        split.addWidget(self.stats)
-        split.setStretchFactor(0, 3)
-        split.setStretchFactor(1, 1)
-        split.setChildrenCollapsible(False)
-        self.stats.setMinimumHeight(90)
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(self.chart)
+        right.addWidget(self.stats)
+        right.setStretchFactor(0, 3)
+        right.setStretchFactor(1, 1)
+        right.setChildrenCollapsible(False)
+        self.stats.setMinimumHeight(70)
+        body = QHBoxLayout()
+        body.addWidget(left)
+        body.addWidget(right, 1)
         layout = QVBoxLayout(self)
-        layout.addWidget(self.archive_label)
-        layout.addWidget(self.torch_banner)
-        layout.addLayout(grid)
-        layout.addWidget(split, 1)
-        layout.addLayout(footer)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.addLayout(body, 1)
         layout.addWidget(self.details)
 
         self.run_button.clicked.connect(self.start_run)
@@ -258,8 +266,8 @@ class RunPanel(QWidget):
     def set_archive(self, path: str | None) -> None:
         self.archive = str(path) if path else None
         if self.archive:
-            self.archive_label.setText(f"Archive: <b>{_html(Path(self.archive).name)}</b>"
-                                       f"  <span style='color:gray'>{_html(self.archive)}</span>")
+            self.archive_label.setText(f"Archive: <b>{_html(Path(self.archive).name)}</b>")
+            self.archive_label.setToolTip(self.archive)
         self._update_enabled()
 
     def _follow_window(self) -> None:

@@ -154,3 +154,23 @@ def _fmt(v: float) -> str:
     from inspector.ui.run_panel import _num
 
     return _num(v)
+
+
+def test_docked_panel_follows_the_window(qtbot, no_leaks, window, toy_tab, toy_archive):
+    panel = window.job_panels.run
+    assert panel.archive == str(toy_archive)
+    assert panel.run_button.isEnabled()
+    assert "Run" in [d.windowTitle() for d in window.findChildren(type(window.job_panels.docks["run"]))]
+
+
+def test_many_void_qt_calls_do_not_abort_the_interpreter():
+    """PySide6 6.12 on Python 3.11 loses a reference to None per void call; without the
+    fix in inspector/ui/pyside_refcounts.py this aborts with "deallocating None"."""
+    code = ("import os; os.environ['QT_QPA_PLATFORM']='offscreen';"
+            "from PySide6.QtWidgets import QApplication, QLabel; app=QApplication([]);"
+            "import inspector.ui; w=QLabel()\n"
+            "for i in range(200_000): w.setText('x'); w.setEnabled(True)\n"
+            "print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
