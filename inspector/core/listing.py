@@ -14,8 +14,11 @@ window and the audit can link both ways.
 
 from __future__ import annotations
 
+import builtins
 import json
+import keyword
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +58,12 @@ _DTYPE_REPR = {
     34: "torch.uint32", 35: "torch.uint64",
 }
 _SPARSE_LAYOUTS = {2, 3}  # FX gives sparse csr/csc tensors no annotation
+_SNAKE = re.compile(r"(?<=[a-z])([A-Z])")  # torch.fx.graph._snake_case
+_ILLEGAL_CHARS = re.compile(r"[^0-9a-zA-Z_]+")  # torch.fx.graph._Namespace
+_NAME = re.compile(r"^([a-zA-Z_][0-9a-zA-Z_]*?)(?:_(\d+))?$")
+# FX never names a node after a keyword, a builtin or one of its own globals
+_ILLEGAL_NAMES = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | frozenset(
+    {"inf", "nan", "NoneType", "torch", "device", "fx_pytree", "pytree"})
 _FLOAT_WORDS = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
 
 
@@ -107,12 +116,24 @@ def _render_module(listing: Listing, graph: Graph, class_name: str, level: int,
                    program: Program) -> None:
     pad = INDENT * level
     listing._add(f"{pad}class {class_name}(torch.nn.Module):", CLASS)
-    params = ["self"] + [_placeholder(graph, arg, i, program) for i, arg in enumerate(graph.inputs)]
+    ns = _Namespace()
+    params = ["self"]
+    renamed_inputs: list[tuple[str, str]] = []
+    for i, arg in enumerate(graph.inputs):
+        text, target = _placeholder(graph, arg, i, program)
+        params.append(text)
+        # graph.placeholder(target) names the node after the snake-cased target;
+        # tensor inputs get their own name back, constant inputs keep FX's
+        fx_name = ns.create(_snake_case(target[2:-2] if _is_magic(target) else target))
+        if not arg.tensor_names() and fx_name != target:
+            renamed_inputs.append((fx_name, target))
     listing._add(f"{pad}{INDENT}def forward({', '.join(params)}):", DEF)
     for arg in graph.inputs:
         for name in arg.tensor_names():
             listing.definitions[(graph.name, name)] = len(listing.lines) - 1
     body = pad + INDENT * 2
+    for fx_name, target in renamed_inputs:
+        listing._add(f"{body}{fx_name} = {target}", STATEMENT)
     prev_summary: str | None = None
     emitted = False
     for node in graph.nodes:
@@ -124,11 +145,12 @@ def _render_module(listing: Listing, graph: Graph, class_name: str, level: int,
             prev_summary = _summary(listing, node, prev_summary, body, emitted)
             emitted = True
             sub_name = str(sub.get("name", ""))
-            line = listing._add(f"{body}{sub_name} = self.{sub_name}", STATEMENT, node)
-            listing.definitions[(graph.name, sub_name)] = line
+            attr_name = ns.create(sub_name)
+            line = listing._add(f"{body}{attr_name} = self.{sub_name}", STATEMENT, node)
+            listing.definitions[(graph.name, attr_name)] = line
         prev_summary = _summary(listing, node, prev_summary, body, emitted)
         emitted = True
-        _emit_node(listing, graph, node, body)
+        _emit_node(listing, graph, node, body, ns)
     # FX adds `pass` only to a graph without an output node, and a
     # deserialized graph always has one: an empty graph is just its return.
     listing._add(f"{body}return {_output_text(graph)}", RETURN)
@@ -164,14 +186,16 @@ def _custom_annotation(node: Node) -> str:
     return f" Annotation: {trunc}"
 
 
-def _placeholder(graph: Graph, arg: Argument, index: int, program: Program) -> str:
+def _placeholder(graph: Graph, arg: Argument, index: int, program: Program) -> tuple[str, str]:
+    """(signature text, placeholder target) for one graph input."""
     names = arg.tensor_names()
     if names:
         name = names[0]
-        return f"{name}{_annotation(graph, name)}"
+        return f"{name}{_annotation(graph, name)}", name
+    name = f"arg{index}"
     if graph.depth == 0 and index < len(program.input_specs):
-        return program.input_specs[index].name  # a constant input: no annotation
-    return f"arg{index}"
+        name = program.input_specs[index].name or name  # a constant input: no annotation
+    return name, name
 
 
 def _annotation(graph: Graph, name: str) -> str:
@@ -190,47 +214,83 @@ def _annotation(graph: Graph, name: str) -> str:
 
 # --- nodes --------------------------------------------------------------------
 
-def _emit_node(listing: Listing, graph: Graph, node: Node, body: str) -> None:
+def _emit_node(listing: Listing, graph: Graph, node: Node, body: str, ns: _Namespace) -> None:
+    """One node as the deserializer builds it: the call, then the getitem nodes
+    it adds for multiple outputs, all named through the graph's namespace."""
     target = node.target
     outputs = node.outputs
     hop = target.startswith("torch.ops.higher_order.")
-    single_value = (len(outputs) == 1 and outputs[0].kind in
-                    ("as_tensor", "as_sym_int", "as_sym_float", "as_sym_bool"))
-    getitems: list[tuple[str, int]] = []
-    name = node.name
+    kinds = [o.kind for o in outputs]
+    single_value = len(outputs) == 1 and kinds[0] in _SINGLE_VALUE_KINDS
+    fx_name = ns.create(_creation_name(node, hop, single_value))
+    name = fx_name
     annotation = ""
+    getitems: list[tuple[str, str, int, list]] = []  # (kind, name, index, nested)
     if hop and len(outputs) == 1 and node.is_hop_single_tensor_return is False \
-            and outputs[0].kind != "as_none":
+            and kinds[0] != "as_none":
         # a HOP returning a one-element tuple: a getitem for element 0
-        getitems = [(outputs[0].tensor_names()[0], 0)] if outputs[0].tensor_names() else []
+        getitems = _getitems(outputs, ns)
     elif single_value:
         out_name = outputs[0].tensor_names()
         if out_name:
-            name = out_name[0]
+            name = out_name[0]  # sync_fx_node: the value's own name
             annotation = _annotation(graph, name)
-    elif len(outputs) == 1 and outputs[0].kind == "as_none":
-        name = _target_to_str(target) + "_unused"
+    elif len(outputs) == 1 and kinds[0] == "as_none":
+        name = ns.create(_target_to_str(target) + "_unused")
     elif outputs:
-        elements = outputs[0].value if (len(outputs) == 1 and outputs[0].kind == "as_tensors"
-                                        and isinstance(outputs[0].value, list)) else None
-        if elements is not None:
-            getitems = [(str(e.get("name", "")), i) for i, e in enumerate(elements)
-                        if isinstance(e, dict)]
+        if len(outputs) == 1 and kinds[0] == "as_tensors" and isinstance(outputs[0].value, list):
+            items = [Argument("as_tensor", e) for e in outputs[0].value]
         else:
-            for i, out in enumerate(outputs):
-                names = out.tensor_names()
-                if out.kind in ("as_tensor", "as_sym_int", "as_sym_float") and names:
-                    getitems.append((names[0], i))
-                elif out.kind == "as_none":
-                    getitems.append(("as_none", i))
+            items = outputs
+        getitems = _getitems(items, ns)
     call = _call_text(node, target, hop)
     line = listing._add(f"{body}{name}{annotation} = {call}", STATEMENT, node)
     listing._node_line[id(node)] = line
     listing.definitions[(graph.name, name)] = line
-    for out_name, idx in getitems:
-        ann = _annotation(graph, out_name)
-        gl = listing._add(f"{body}{out_name}{ann} = {name}[{idx}]", STATEMENT, node)
+    _emit_getitems(listing, graph, node, body, name, getitems)
+
+
+_SINGLE_VALUE_KINDS = ("as_tensor", "as_sym_int", "as_sym_float", "as_sym_bool")
+
+
+def _creation_name(node: Node, hop: bool, single_value: bool) -> str:
+    """The name the deserializer asks FX for when it creates the node."""
+    if node.name_in_file:
+        return node.name
+    outputs = node.outputs
+    if single_value and (outputs[0].kind != "as_tensor" or not hop
+                         or node.is_hop_single_tensor_return is not False):
+        names = outputs[0].tensor_names()
+        if names:
+            return names[0]
+    return _target_to_str(node.target)
+
+
+def _getitems(items: list[Argument], ns: _Namespace) -> list[tuple[str, str, int, list]]:
+    out: list[tuple[str, str, int, list]] = []
+    for idx, arg in enumerate(items):
+        names = arg.tensor_names()
+        if arg.kind in ("as_tensor", "as_sym_int", "as_sym_float") and names:
+            ns.create(names[0])  # created under its name, then synced to it
+            out.append(("value", names[0], idx, []))
+        elif arg.kind in ("as_tensors", "as_sym_ints", "as_sym_floats") and isinstance(arg.value, list):
+            list_name = ns.create("getitem")
+            sub_kind = arg.kind[:-1]
+            nested = _getitems([Argument(sub_kind, v) for v in arg.value], ns)
+            out.append(("list", list_name, idx, nested))
+        elif arg.kind == "as_none":
+            out.append(("none", ns.create("as_none"), idx, []))
+    return out
+
+
+def _emit_getitems(listing: Listing, graph: Graph, node: Node, body: str, parent: str,
+                   getitems: list[tuple[str, str, int, list]]) -> None:
+    for kind, out_name, idx, nested in getitems:
+        ann = _annotation(graph, out_name) if kind == "value" else ""
+        gl = listing._add(f"{body}{out_name}{ann} = {parent}[{idx}]", STATEMENT, node)
         listing.definitions[(graph.name, out_name)] = gl
+        if nested:
+            _emit_getitems(listing, graph, node, body, out_name, nested)
 
 
 def _call_text(node: Node, target: str, hop: bool) -> str:
@@ -257,22 +317,60 @@ def _call_text(node: Node, target: str, hop: bool) -> str:
 
 
 def _target_to_str(target: str) -> str:
-    """FX's Graph._target_to_str for an OpOverload: `aten.foo.default` -> foo_default."""
+    """FX's Graph._target_to_str + Namespace clean-up: `aten.addBias.default` ->
+    `add_bias_default` (snake case only after a lower-case letter, then every run
+    of characters illegal in an identifier becomes one `_`)."""
     parts = target.split(".")
     if len(parts) >= 4 and parts[0] == "torch" and parts[1] == "ops":
-        op = f"{parts[3]}_{parts[4]}" if len(parts) > 4 else parts[3]
+        op = f"{parts[3]}.{parts[4]}" if len(parts) > 4 else parts[3]
     else:
         op = parts[-1]
-    return _snake(op)
+    name = _ILLEGAL_CHARS.sub("_", _SNAKE.sub(r"_\1", op).lower()) or "_unnamed"
+    return f"_{name}" if name[0].isdigit() else name
 
 
-def _snake(name: str) -> str:
-    out = []
-    for i, c in enumerate(name):
-        if c.isupper() and i > 0 and name[i - 1] != "_":
-            out.append("_")
-        out.append(c.lower())
-    return "".join(out)
+def _snake_case(name: str) -> str:
+    return _SNAKE.sub(r"_\1", name).lower()
+
+
+def _is_magic(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
+
+
+class _Namespace:
+    """torch.fx.graph._Namespace.create_name: unique, legal names per graph
+    (`getitem`, `getitem_1`, ...; never a keyword or a builtin)."""
+
+    __slots__ = ("used", "base_count")
+
+    def __init__(self) -> None:
+        self.used: set[str] = set()
+        self.base_count: dict[str, int] = {}
+
+    def create(self, candidate: str) -> str:
+        match = _NAME.match(candidate)
+        if match is None:
+            candidate = _ILLEGAL_CHARS.sub("_", candidate) or "_unnamed"
+            if candidate[0].isdigit():
+                candidate = f"_{candidate}"
+            match = _NAME.match(candidate)
+            if match is None:  # cannot happen after the clean-up; keep the text
+                self.used.add(candidate)
+                return candidate
+        base, num_text = match.group(1, 2)
+        if num_text is None or candidate in self.used:
+            num = self.base_count.get(base, 0)
+            if candidate in _ILLEGAL_NAMES:
+                num += 1
+                candidate = f"{base}_{num}"
+        else:
+            num = int(num_text)
+        while candidate in self.used:
+            num += 1
+            candidate = f"{base}_{num}"
+        self.used.add(candidate)
+        self.base_count[base] = num
+        return candidate
 
 
 def _float_text(value: Any) -> str:

@@ -137,6 +137,9 @@ class Node:
     metadata: dict[str, str]
     graph: Graph = field(repr=False)
     is_hop_single_tensor_return: bool | None = None
+    # False when the file gave no name (older schemas) and `name` was made up
+    # here; the listing then names the node as torch's deserializer would.
+    name_in_file: bool = True
 
     @property
     def stack_trace(self) -> str | None:
@@ -361,14 +364,26 @@ def _node(raw: Any, index: int, graph: Graph, where: str) -> Node:
     meta = raw.get("metadata") or {}
     if not isinstance(meta, dict):
         raise ArchiveError(f"{where}: metadata is not an object")
-    metadata = {str(k): v if isinstance(v, str) else str(v) for k, v in meta.items()}
+    metadata = {str(k): _meta_text(v) for k, v in meta.items()}
     name = raw.get("name")
-    if not isinstance(name, str) or not name:
+    name_in_file = isinstance(name, str) and bool(name)
+    if not name_in_file:
         outs = [n for o in outputs for n in o.tensor_names()]
         name = outs[0] if len(outs) == 1 else f"node_{index}"
     hop = raw.get("is_hop_single_tensor_return")
     return Node(index, name, target, inputs, outputs, metadata, graph,
-                hop if isinstance(hop, bool) else None)
+                hop if isinstance(hop, bool) else None, name_in_file)
+
+
+def _meta_text(value: Any) -> str:
+    """torch writes metadata values as strings; anything else is shown as text.
+    A hostile value nested ~1000 levels deep overflows str()'s recursion."""
+    if isinstance(value, str):
+        return value
+    try:
+        return str(value)
+    except RecursionError:
+        return "<value nested too deeply to show>"
 
 
 def _argument(raw: Any, where: str) -> Argument:

@@ -16,9 +16,12 @@ Run it directly for a quick report without pytest:
 from __future__ import annotations
 
 import difflib
+import json
 import re
 import sys
+import time
 import traceback
+import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +50,7 @@ class Comparison:
     program: str
     theirs: list[str]
     ours: list[str]
+    seconds: float = 0.0
     matched: int = 0
     diff: list[str] = field(default_factory=list)
 
@@ -80,6 +84,13 @@ class Archive:
     group: str
     path: Path
     multi: bool = False
+    seconds: float = 0.0  # export + save
+
+
+# Archives rewritten without node names, as older torch wrote them (the
+# deserializer then names nodes itself, through FX's namespace).
+LEGACY_FROM = ("ops/custom_ops", "ops/multi_output", "cond/nested_cond", "cond/while_loop_map",
+               "cond/associative_scan", "ops/unbacked", "decomp/norms_train", "hf/bart")
 
 
 @dataclass
@@ -139,6 +150,7 @@ def build_corpus(out_dir: Path, only: list[str] | None = None) -> tuple[list[Arc
         if only and not any(s in name for s in only):
             continue
         path = out_dir / (name.replace("/", "__") + ".pt2")
+        started = time.perf_counter()
         try:
             result = build()
         except Exception as exc:  # noqa: BLE001 - a case torch cannot export is skipped
@@ -154,8 +166,32 @@ def build_corpus(out_dir: Path, only: list[str] | None = None) -> tuple[list[Arc
         except Exception as exc:  # noqa: BLE001
             skipped.append(Skip(name, "save", _why(exc)))
             continue
-        archives.append(Archive(name, group, path, multi))
+        archives.append(Archive(name, group, path, multi, time.perf_counter() - started))
+        if name in LEGACY_FROM:
+            legacy = path.with_name(path.stem + "__noname.pt2")
+            strip_node_names(path, legacy)
+            archives.append(Archive(name + "#noname", "legacy", legacy, multi))
     return archives, skipped
+
+
+def strip_node_names(src: Path, dst: Path) -> None:
+    """Copy an archive, dropping every node's `name` from its program JSON."""
+    def strip(graph: dict) -> None:
+        for node in graph.get("nodes", []):
+            node.pop("name", None)
+            for inp in node.get("inputs", []):
+                sub = inp.get("arg", {}).get("as_graph")
+                if isinstance(sub, dict):
+                    strip(sub["graph"])
+
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            if "/models/" in info.filename and info.filename.endswith(".json"):
+                doc = json.loads(data)
+                strip(doc["graph_module"]["graph"])
+                data = json.dumps(doc).encode()
+            zout.writestr(info, data)
 
 
 def _why(exc: BaseException) -> str:
@@ -188,16 +224,16 @@ def compare(archive: Archive) -> list[Comparison]:
         for name, text in texts.items():
             ours = render_listing(arc.program(name)).lines
             out.append(Comparison(archive.name, archive.group, name, normalize(text),
-                                  normalize(ours)))
+                                  normalize(ours), archive.seconds))
     return out
 
 
 def table(comparisons: list[Comparison], skipped: list[Skip]) -> str:
-    rows = [f"{'case':58} {'program':10} {'match':>11} {'ratio':>8} {'# File':>9}"]
+    rows = [f"{'case':46} {'program':12} {'match':>11} {'ratio':>8} {'# File':>9} {'export':>7}"]
     for c in comparisons:
         fm, ft = c.file_lines
-        rows.append(f"{c.case:58} {c.program:10} {c.matched:>5}/{c.total:<5} "
-                    f"{100 * c.ratio:7.2f}% {fm:>4}/{ft:<4}")
+        rows.append(f"{c.case:46} {c.program:12} {c.matched:>5}/{c.total:<5} "
+                    f"{100 * c.ratio:7.2f}% {fm:>4}/{ft:<4} {c.seconds:6.1f}s")
     matched = sum(c.matched for c in comparisons)
     total = sum(c.total for c in comparisons)
     fm = sum(c.file_lines[0] for c in comparisons)

@@ -13,6 +13,18 @@ from typing import Any
 Builder = Callable[[], Any]
 
 
+def _once(build: Builder) -> Builder:
+    """Export a module once even when several cases start from it (the
+    decomposed variant, the multi-program archive)."""
+    cache: list[Any] = []
+
+    def wrapper() -> Any:
+        if not cache:
+            cache.append(build())
+        return cache[0]
+    return wrapper
+
+
 def custom_builders() -> Iterator[tuple[str, str, Builder]]:
     import torch
     from torch.export import Dim, export
@@ -35,6 +47,7 @@ def custom_builders() -> Iterator[tuple[str, str, Builder]]:
         return export(MultiOut(), (torch.randn(3, 4),))
     yield "ops/multi_output", "ops", multi_out
 
+    @_once
     def multi_out_dynamic() -> Any:
         return export(MultiOut(), (torch.randn(3, 4),), dynamic_shapes=({0: Dim("b", min=2)},))
     yield "ops/multi_output_dynamic", "ops", multi_out_dynamic
@@ -82,6 +95,7 @@ def custom_builders() -> Iterator[tuple[str, str, Builder]]:
             r = z.new_zeros(z.shape[1], z.shape[0] % 3 + 1)
             return c.sum(0), half, v, e, r, x.shape[0] * y.shape[0]
 
+    @_once
     def sym_shapes() -> Any:
         return export(SymShapes(), (torch.randn(4, 3), torch.randn(5, 3), torch.randn(6, 7)),
                       dynamic_shapes=({0: Dim.AUTO}, {0: Dim.AUTO}, {0: Dim.AUTO, 1: Dim.AUTO}))
@@ -142,6 +156,7 @@ def custom_builders() -> Iterator[tuple[str, str, Builder]]:
             x.mul_(self.const).relu_()
             return self.lin(x) + self.scratch + self.table[1], y
 
+    @_once
     def state() -> Any:
         return export(State(), (torch.randn(2, 4), torch.randn(2, 4)))
     yield "ops/state_mutation_constants", "ops", state
@@ -177,8 +192,10 @@ def custom_builders() -> Iterator[tuple[str, str, Builder]]:
 
     class Kwargs(nn.Module):
         def forward(self, x: torch.Tensor, *, scale: float = 1.0,
-                    mask: torch.Tensor | None = None, extra: dict | None = None) -> Any:
-            y = x * scale
+                    mask: torch.Tensor | None = None, extra: dict | None = None,
+                    max: int = 2, useCache: bool = True) -> Any:  # noqa: A002, N803
+            # names FX refuses (a builtin) or snake-cases (camelCase) for placeholders
+            y = x * scale * max if useCache else x
             if mask is not None:
                 y = y.masked_fill(mask, 0.0)
             if extra is not None:
@@ -187,9 +204,11 @@ def custom_builders() -> Iterator[tuple[str, str, Builder]]:
 
     def kwargs_inputs() -> Any:
         x = torch.randn(3, 4)
-        return export(Kwargs(), (x,), {"scale": 2.0, "mask": x > 0, "extra": {"bias": torch.ones(4)}},
-                      dynamic_shapes={"x": {0: Dim("n")}, "scale": None,
-                                      "mask": {0: Dim("n")}, "extra": {"bias": None}})
+        return export(Kwargs(), (x,), {"scale": 2.0, "mask": x > 0, "extra": {"bias": torch.ones(4)},
+                                       "max": 3, "useCache": True},
+                      dynamic_shapes={"x": {0: Dim("n")}, "scale": None, "max": None,
+                                      "useCache": None, "mask": {0: Dim("n")},
+                                      "extra": {"bias": None}})
     yield "ops/kwargs_inputs", "ops", kwargs_inputs
 
     class Identity(nn.Module):
@@ -213,6 +232,7 @@ def custom_builders() -> Iterator[tuple[str, str, Builder]]:
             y = nn.functional.max_pool2d(y, 2, return_indices=True)[0]
             return self.fc(torch.flatten(nn.functional.interpolate(y, size=(2, 2)), 1)).softmax(-1)
 
+    @_once
     def convnet() -> Any:
         return export(ConvNet().eval(), (torch.randn(2, 3, 16, 16),),
                       dynamic_shapes=({0: Dim("batch"), 2: Dim("h", min=8, max=64),
@@ -262,6 +282,7 @@ def custom_builders() -> Iterator[tuple[str, str, Builder]]:
             out = torch.cond(x.shape[0] > 4, outer_true, outer_false, (x, y))
             return out, torch.cond(x.sum() > 0, lambda a: (a + 1, a - 1), lambda a: (a * 2, a / 2), (x,))
 
+    @_once
     def nested_cond() -> Any:
         return export(NestedCond(), (torch.randn(6, 3), torch.randn(6, 3)),
                       dynamic_shapes=({0: Dim("n")}, {0: Dim("n")}))
@@ -309,23 +330,49 @@ def custom_builders() -> Iterator[tuple[str, str, Builder]]:
         return export(Scan(), (torch.randn(5, 3),))
     yield "cond/scan", "cond", scan
 
-    class Subgraph(nn.Module):
+    class AssocScan(nn.Module):
+        def forward(self, x: torch.Tensor) -> Any:
+            from torch._higher_order_ops.associative_scan import associative_scan
+            # generic mode traces vmap wrappers: nodes without outputs (`*_unused`)
+            return associative_scan(lambda a, b: a + b, x, 0, combine_mode="generic")
+
+    def assoc_scan() -> Any:
+        return export(AssocScan(), (torch.randn(4, 3),))
+    yield "cond/associative_scan", "cond", assoc_scan
+
+    class Region(nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.block = nn.Linear(4, 4)
+            self.w = nn.Parameter(torch.randn(4, 4))
 
         def forward(self, x: torch.Tensor) -> Any:
-            @torch.compiler.nested_compile_region
-            def region(a: torch.Tensor) -> torch.Tensor:
-                return torch.tanh(self.block(a))
-            return region(region(x))
+            return _region(_region(x, self.w), self.w)
 
     def invoke_subgraph() -> Any:
-        return export(Subgraph(), (torch.randn(2, 4),), strict=True)
+        return export(Region(), (torch.randn(2, 4),))
     yield "cond/invoke_subgraph", "cond", invoke_subgraph
 
+    class Odd(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bag = nn.EmbeddingBag(10, 4, mode="max")
+
+        def forward(self, x: torch.Tensor, off: torch.Tensor, f: torch.Tensor,
+                    xs: list[torch.Tensor]) -> Any:
+            u, inv, cnt = torch.unique(x, return_inverse=True, return_counts=True)
+            c = torch.view_as_complex(f.reshape(-1, 2))
+            torch._check(x.shape[0] < 10, lambda: "it's \"big\"\nnewline")
+            return (self.bag(x, off), u, inv, cnt, (c * c).abs(), torch.fft.rfft(f),
+                    f.to(torch.float8_e4m3fn).float(), torch.div(f, 2, rounding_mode="floor"),
+                    torch.arange(3, device="meta"), None, 3, [xs[0] + xs[1], xs[1]], {"k": 2.5})
+
+    def odd() -> Any:
+        return export(Odd(), (torch.tensor([1, 2, 4, 5, 4, 3, 2, 9]), torch.tensor([0, 4]),
+                              torch.randn(4, 2), [torch.randn(2), torch.randn(2)]))
+    yield "ops/odd_outputs_dtypes_devices", "ops", odd
+
     # -- custom ops (auto_functionalized) ----------------------------------------------
-    scale_, twice = _custom_ops()
+    scale_, twice, parts = _custom_ops()
 
     class CustomOps(nn.Module):
         def __init__(self) -> None:
@@ -335,8 +382,10 @@ def custom_builders() -> Iterator[tuple[str, str, Builder]]:
         def forward(self, x: torch.Tensor) -> Any:
             scale_(self.b, 3.0)
             a, c = twice(x, n=3)
-            return a + c + self.b
+            total, pieces = parts(x.reshape(3, 1), 3)  # a Tensor[] among the outputs
+            return a + c + self.b, total, pieces[0] + pieces[2]
 
+    @_once
     def custom_ops() -> Any:
         return export(CustomOps(), (torch.randn(3),))
     yield "ops/custom_ops", "ops", custom_ops
@@ -353,9 +402,22 @@ def custom_builders() -> Iterator[tuple[str, str, Builder]]:
 
 
 _OPS: list[Any] = []
+_REGIONS: list[Any] = []
 
 
-def _custom_ops() -> tuple[Any, Any]:
+def _region(a: Any, w: Any) -> Any:
+    """A nested_compile_region (invoke_subgraph HOP), made once per process."""
+    import torch
+
+    if not _REGIONS:
+        @torch.compiler.nested_compile_region
+        def region(a, w):  # type: ignore[no-untyped-def]
+            return torch.tanh(a @ w)
+        _REGIONS.append(region)
+    return _REGIONS[0](a, w)
+
+
+def _custom_ops() -> tuple[Any, Any, Any]:
     """Register the two custom ops once per process (torch refuses a second time).
     Schemas are explicit: annotations are strings under `from __future__ import
     annotations`, which infer_schema cannot resolve in a local scope."""
@@ -376,8 +438,17 @@ def _custom_ops() -> tuple[Any, Any]:
         def _(x, n=2):  # type: ignore[no-untyped-def]
             return torch.empty_like(x), torch.empty_like(x)
 
-        _OPS.extend([scale_, twice])
-    return _OPS[0], _OPS[1]
+        @torch.library.custom_op("fidelity::parts", mutates_args=(),
+                                 schema="(Tensor x, int n) -> (Tensor, Tensor[])")
+        def parts(x, n):  # type: ignore[no-untyped-def]
+            return x.sum(0), [x[i] for i in range(n)]
+
+        @parts.register_fake
+        def _(x, n):  # type: ignore[no-untyped-def]
+            return x.sum(0), [torch.empty_like(x[0]) for _ in range(n)]
+
+        _OPS.extend([scale_, twice, parts])
+    return _OPS[0], _OPS[1], _OPS[2]
 
 
 # --- tiny HuggingFace models ----------------------------------------------------------
@@ -409,10 +480,6 @@ def hf_builders() -> Iterator[tuple[str, str, Builder]]:
                             use_cache=False)
         return text_model(tf.GPT2LMHeadModel, cfg)
     yield "hf/gpt2", "hf", gpt2
-
-    def gpt2_decomposed() -> Any:
-        return gpt2().run_decompositions()
-    yield "decomp/hf_gpt2", "decomp", gpt2_decomposed
 
     def bert() -> Any:
         cfg = tf.BertConfig(**small)
