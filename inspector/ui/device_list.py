@@ -53,9 +53,17 @@ class DeviceSource(QObject):
         self.runner = JobRunner(self)
         self.runner.result.connect(self._on_result)
         self.runner.error.connect(lambda msg, _details: self.failed.emit(msg))
+        self.asked = False
 
     def refresh(self) -> None:
+        """List the devices again (a child that imports torch: a few seconds)."""
+        self.asked = True
         self.runner.start("devices")
+
+    def ensure(self) -> None:
+        """Ask once, the first time someone needs the list."""
+        if not self.asked:
+            self.refresh()
 
     def shutdown(self) -> None:
         self.runner.shutdown()

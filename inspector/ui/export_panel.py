@@ -294,6 +294,12 @@ class ExportPanel(QWidget):
         self.export_button.clicked.connect(self.start_export)
         self.cancel_button.clicked.connect(self.cancel)
 
+    def showEvent(self, event) -> None:  # noqa: N802
+        super().showEvent(event)
+        # The devices job imports torch (seconds of CPU): only once someone looks.
+        if self.devices is not None:
+            self.devices.ensure()
+
     # -- the spec --
     def set_spec(self, spec: ExportSpec) -> None:
         self.preset.setCurrentIndex(max(0, self.preset.findData(spec.preset)))

@@ -92,7 +92,6 @@ class RunPanel(QWidget):
         self.records: list[RunRecord] = []
         self.archive: str | None = None
         self._current: RunRecord | None = None
-        self._devices_asked = False
         self._resume_trusted = False  # rerun with --trust once the refused child is gone
         self._build()
         if devices is not None:
@@ -278,12 +277,11 @@ class RunPanel(QWidget):
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
         # The devices job imports torch (seconds of CPU): only once someone looks.
-        if not self._devices_asked and self.has_torch:
-            self._ask_devices()
+        if self.devices is not None and self.has_torch:
+            self.devices.ensure()
 
     def _ask_devices(self) -> None:
         if self.devices is not None and self.has_torch:
-            self._devices_asked = True
             self.devices.refresh()
 
     def _update_enabled(self) -> None:

@@ -174,3 +174,24 @@ def test_many_void_qt_calls_do_not_abort_the_interpreter():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_device_picker_is_filled_by_the_devices_job(qtbot, no_leaks):
+    from inspector.ui.device_list import DeviceSource
+
+    devices = DeviceSource()
+    starts: list[str] = []
+    devices.runner.started.connect(starts.append)
+    panel = RunPanel(devices=devices)
+    qtbot.addWidget(panel)
+    with qtbot.waitSignal(devices.changed, timeout=120_000) as blocker:
+        panel.show()  # the first show asks the devices job, once
+    ids = [d.id for d in blocker.args[0]]
+    assert ids[0] == "cpu"
+    assert [panel.device.itemData(i) for i in range(panel.device.count())] == ids
+    assert devices.torch_version
+    panel.hide()
+    panel.show()
+    assert starts == ["devices"]  # asked once, not on every show
+    devices.shutdown()
+    panel.shutdown()
