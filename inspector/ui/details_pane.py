@@ -40,7 +40,6 @@ class DetailsPane(QWidget):
         self.node: Node | None = None
         self.frames: tuple[Frame, ...] = ()
         self.users: dict[str, list[int]] = {}
-        self.lines_of = lambda lines: lines  # line -> label, set by the window
         self.show_message("Click a line of the listing to see its node.")
 
     def show_message(self, text: str) -> None:

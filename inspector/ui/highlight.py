@@ -3,12 +3,10 @@ the lines it paints, so a 100k-node listing costs what one screen costs."""
 
 from __future__ import annotations
 
-
 from pygments.lexer import RegexLexer
 from pygments.token import Comment, Keyword, Name, Number, Operator, String, Text, Whitespace
 
 Span = tuple[int, int, str]  # start, end, category (theme.tokens key)
-
 
 
 class ListingLexer(RegexLexer):
