@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
     QFormLayout,
+    QGridLayout,
     QGroupBox,
     QHBoxLayout,
     QLabel,
@@ -76,16 +77,20 @@ class DimEditor(QWidget):
         self.max_spin = self._spin(spin_max, f"largest {name} the program accepts")
         self.example_spin = self._spin(spin_max, f"{name} of the example input export traces "
                                        "with (0 and 1 get specialized: use 2 or more)")
-        row = QHBoxLayout(self)
-        row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(self.slider, 1)
+        # Two rows: the panel lives in a narrow dock, and the slider needs the width.
+        box = QVBoxLayout(self)
+        box.setContentsMargins(0, 0, 0, 0)
+        box.setSpacing(2)
+        box.addWidget(self.slider)
+        row = QHBoxLayout()
         for label, spin in (("min", self.min_spin), ("max", self.max_spin),
                             ("example", self.example_spin)):
             text = QLabel(label)
             text.setBuddy(spin)
             text.setStyleSheet("color: palette(placeholder-text);")
             row.addWidget(text)
-            row.addWidget(spin)
+            row.addWidget(spin, 1)
+        box.addLayout(row)
         self.slider.valueChanged.connect(self._from_slider)
         for spin in (self.min_spin, self.max_spin, self.example_spin):
             spin.valueChanged.connect(self._from_spins)
@@ -95,8 +100,8 @@ class DimEditor(QWidget):
         spin.setRange(-999, spin_max)
         spin.setToolTip(tip)
         spin.setKeyboardTracking(True)
-        spin.setMinimumWidth(60)
-        spin.setMaximumWidth(84)
+        spin.setMinimumWidth(56)
+        spin.setMaximumWidth(96)
         return spin
 
     def values(self) -> tuple[int, int, int]:
@@ -185,6 +190,7 @@ class ExportPanel(QWidget):
             self.preset.setItemData(self.preset.count() - 1, PRESET_NOTES.get(name, ""),
                                     Qt.ToolTipRole)
         self.preset_note = QLabel()
+        self.preset_note.setWordWrap(True)
         self.preset_note.setStyleSheet("color: palette(placeholder-text);")
         self.seed = QSpinBox()
         self.seed.setRange(0, 2**31 - 1)
@@ -210,15 +216,20 @@ class ExportPanel(QWidget):
         browse.setToolTip("choose where to save")
         browse.clicked.connect(self._browse)
 
-        model_row = QHBoxLayout()
-        model_row.addWidget(self.preset)
-        model_row.addWidget(QLabel("seed"))
-        model_row.addWidget(self.seed)
-        model_row.addWidget(self.preset_note, 1)
-        options = QHBoxLayout()
-        for box in (self.cache_position, self.strict, self.decompose):
-            options.addWidget(box)
-        options.addStretch(1)
+        model_row = QVBoxLayout()
+        model_row.setSpacing(2)
+        model_line = QHBoxLayout()
+        model_line.addWidget(self.preset)
+        model_line.addWidget(QLabel("seed"))
+        model_line.addWidget(self.seed)
+        model_line.addStretch(1)
+        model_row.addLayout(model_line)
+        model_row.addWidget(self.preset_note)
+        options = QGridLayout()
+        options.setContentsMargins(0, 0, 0, 0)
+        options.addWidget(self.cache_position, 0, 0, 1, 2)
+        options.addWidget(self.strict, 1, 0)
+        options.addWidget(self.decompose, 1, 1)
         out_row = QHBoxLayout()
         out_row.addWidget(self.output, 1)
         out_row.addWidget(browse)
@@ -252,6 +263,7 @@ class ExportPanel(QWidget):
         actions.addWidget(self.export_button)
         actions.addWidget(self.cancel_button)
         actions.addWidget(self.progress, 1)
+        self.progress.setMinimumWidth(80)
 
         self.status = QLabel()
         self.status.setWordWrap(True)
