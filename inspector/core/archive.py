@@ -179,7 +179,8 @@ class Archive:
             return orjson.loads(data)
         except orjson.JSONDecodeError as exc:
             msg = str(exc)
-            if "recursion" in msg.lower():
+            # orjson 3.9 said "recursion limit", 3.10+ says "depth limit exceeded"
+            if "recursion" in msg.lower() or "depth limit" in msg.lower():
                 raise ArchiveError(
                     f"record {rel} nests JSON deeper than the limit of {MAX_JSON_DEPTH} levels"
                 ) from None
