@@ -26,6 +26,11 @@ MAX_NODES = 300_000
 # Control-flow subgraphs nest a few levels in practice (cond inside map inside
 # while_loop...). Deeper is hostile, and the listing recurses per level.
 MAX_GRAPH_NESTING = 32
+# Argument values nest a few levels in real programs (a list of tensors: 3,
+# nested tensor lists: 4; subgraphs are bounded by MAX_GRAPH_NESTING). The
+# listing, search and window print values recursively, so a hostile value
+# nested ~1000 levels would overflow Python's recursion: refuse it here.
+MAX_ARGUMENT_DEPTH = 32
 # Highest schema major version whose meaning we know (torch 2.13 writes 8.20).
 KNOWN_SCHEMA_MAJOR = 8
 
@@ -390,9 +395,23 @@ def _argument(raw: Any, where: str) -> Argument:
     if not isinstance(raw, dict) or len(raw) != 1:
         # torch always writes exactly one member; anything else is kept as-is
         # (shown as unknown) rather than guessed at.
+        _check_depth(raw, where)
         return Argument("unknown", raw)
     ((kind, value),) = raw.items()
+    if kind != "as_graph":  # a subgraph is parsed (and bounded) as a graph
+        _check_depth(value, where)
     return Argument(str(kind), value)
+
+
+def _check_depth(value: Any, where: str) -> None:
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (list, dict)):
+            if depth >= MAX_ARGUMENT_DEPTH:
+                raise ArchiveError(f"{where}: an argument nests deeper than the limit of "
+                                   f"{MAX_ARGUMENT_DEPTH} levels")
+            stack.extend((x, depth + 1) for x in (item.values() if isinstance(item, dict) else item))
 
 
 def _tensor_meta(raw: Any, where: str) -> TensorMeta:
