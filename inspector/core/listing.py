@@ -136,19 +136,21 @@ def _render_module(listing: Listing, graph: Graph, class_name: str, level: int,
         listing._add(f"{body}{fx_name} = {target}", STATEMENT)
     prev_summary: str | None = None
     emitted = False
+    summaries: dict[str | None, str] = {}  # stack_trace -> its `# File:` text
     for node in graph.nodes:
         # Subgraph arguments become get_attr nodes just before their HOP call,
         # carrying the call's metadata.
         subgraph_args = [a.arg.value for a in node.inputs
-                         if a.arg.kind == "as_graph" and isinstance(a.arg.value, dict)]
+                         if a.arg.kind == "as_graph" and isinstance(a.arg.value, dict)] \
+            if node.target.startswith(_HOP_PREFIX) else ()
         for sub in subgraph_args:
-            prev_summary = _summary(listing, node, prev_summary, body, emitted)
+            prev_summary = _summary(listing, node, prev_summary, body, emitted, summaries)
             emitted = True
             sub_name = str(sub.get("name", ""))
             attr_name = ns.create(sub_name)
             line = listing._add(f"{body}{attr_name} = self.{sub_name}", STATEMENT, node)
             listing.definitions[(graph.name, attr_name)] = line
-        prev_summary = _summary(listing, node, prev_summary, body, emitted)
+        prev_summary = _summary(listing, node, prev_summary, body, emitted, summaries)
         emitted = True
         _emit_node(listing, graph, node, body, ns)
     # FX adds `pass` only to a graph without an output node, and a
@@ -159,11 +161,16 @@ def _render_module(listing: Listing, graph: Graph, class_name: str, level: int,
         _render_module(listing, sub, sub.name, level + 1, program)
 
 
-def _summary(listing: Listing, node: Node, prev: str | None, body: str, emitted: bool) -> str:
-    frame = summary_frame(node.stack_trace)
-    text = ("No stacktrace found for following nodes" if frame is None
-            else f"File: {frame[0]}:{frame[1]} in {frame[2]}, code: {frame[3]}")
-    annotation = _custom_annotation(node)
+def _summary(listing: Listing, node: Node, prev: str | None, body: str, emitted: bool,
+             cache: dict[str | None, str]) -> str:
+    trace = node.stack_trace
+    text = cache.get(trace)
+    if text is None:
+        frame = summary_frame(trace)
+        text = ("No stacktrace found for following nodes" if frame is None
+                else f"File: {frame[0]}:{frame[1]} in {frame[2]}, code: {frame[3]}")
+        cache[trace] = text
+    annotation = _custom_annotation(node) if "custom" in node.metadata else ""
     summary = f"#{annotation} {text}"
     if summary != prev:
         if emitted:
@@ -178,7 +185,7 @@ def _custom_annotation(node: Node) -> str:
         return ""
     try:
         custom = json.loads(raw)  # JSON only: data, never code
-    except ValueError:
+    except (ValueError, RecursionError):  # hostile: "[[[[..." 100,000 levels in a string
         return ""
     if not isinstance(custom, dict) or not custom:
         return ""
@@ -219,7 +226,7 @@ def _emit_node(listing: Listing, graph: Graph, node: Node, body: str, ns: _Names
     it adds for multiple outputs, all named through the graph's namespace."""
     target = node.target
     outputs = node.outputs
-    hop = target.startswith("torch.ops.higher_order.")
+    hop = target.startswith(_HOP_PREFIX)
     kinds = [o.kind for o in outputs]
     single_value = len(outputs) == 1 and kinds[0] in _SINGLE_VALUE_KINDS
     fx_name = ns.create(_creation_name(node, hop, single_value))
@@ -251,6 +258,7 @@ def _emit_node(listing: Listing, graph: Graph, node: Node, body: str, ns: _Names
 
 
 _SINGLE_VALUE_KINDS = ("as_tensor", "as_sym_int", "as_sym_float", "as_sym_bool")
+_HOP_PREFIX = "torch.ops.higher_order."
 
 
 def _creation_name(node: Node, hop: bool, single_value: bool) -> str:
@@ -348,6 +356,12 @@ class _Namespace:
         self.base_count: dict[str, int] = {}
 
     def create(self, candidate: str) -> str:
+        if candidate.isascii() and candidate.isidentifier():
+            # the common case, without the regex: `base` or `base_<digits>`
+            head, sep, tail = candidate.rpartition("_")
+            if sep and head and tail.isdigit():
+                return self._create(candidate, head, tail)
+            return self._create(candidate, candidate, None)
         match = _NAME.match(candidate)
         if match is None:
             candidate = _ILLEGAL_CHARS.sub("_", candidate) or "_unnamed"
@@ -358,6 +372,9 @@ class _Namespace:
                 self.used.add(candidate)
                 return candidate
         base, num_text = match.group(1, 2)
+        return self._create(candidate, base, num_text)
+
+    def _create(self, candidate: str, base: str, num_text: str | None) -> str:
         if num_text is None or candidate in self.used:
             num = self.base_count.get(base, 0)
             if candidate in _ILLEGAL_NAMES:
