@@ -30,10 +30,18 @@ from inspector.ui.theme import Theme, code_font, current_theme
 MAX_SOURCE_BYTES = 8 * 1024 * 1024
 
 
+_SOURCE_SUFFIXES = (".py", ".pyi", ".pyx")
+_SYSTEM_ROOTS = ("/proc/", "/sys/", "/dev/")
+
+
 def read_source(path: str) -> str | None:
-    """The file's text, or None when it is not a readable regular file here."""
+    """The file's text, or None when it is not a readable Python source file
+    here. The path comes from the archive: only Python sources are opened, never
+    /proc-like pseudo files (`/proc/self/environ` is a "regular file")."""
     try:
         p = Path(path)
+        if p.suffix.lower() not in _SOURCE_SUFFIXES or str(p.resolve()).startswith(_SYSTEM_ROOTS):
+            return None
         if not p.is_file() or p.stat().st_size > MAX_SOURCE_BYTES:
             return None
         return p.read_text(encoding="utf-8", errors="replace")

@@ -391,3 +391,16 @@ def test_dark_palette_switches_the_listing_theme(qtbot, window, toy_tab):
         assert not toy_tab.listing.theme.dark
     finally:
         app.setPalette(old)
+
+
+def test_source_pane_reads_only_python_sources(tmp_path):
+    from inspector.ui.source_pane import read_source
+
+    py = tmp_path / "model.py"
+    py.write_text("x = 1\n")
+    assert read_source(str(py)) == "x = 1\n"
+    secret = tmp_path / "secret.txt"
+    secret.write_text("token")
+    assert read_source(str(secret)) is None
+    assert read_source("/proc/self/environ") is None
+    assert read_source(str(tmp_path / "missing.py")) is None
