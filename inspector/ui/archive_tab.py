@@ -39,7 +39,7 @@ class ArchiveTab(QWidget):
         self.program_label = QLabel("Program:", self)
         self.programs = QComboBox(self)
         self.programs.setObjectName("programSwitcher")
-        self.programs.setToolTip("Program in this archive (Ctrl+1…9)")
+        self.programs.setToolTip("Program in this archive (Ctrl+PgUp / Ctrl+PgDown)")
         self.programs.addItems(doc.program_names)
         self.programs.currentTextChanged.connect(self._program_picked)
         self.info = QLabel("", self)
