@@ -360,9 +360,14 @@ class ExportPanel(QWidget):
             except ExportSpecError as exc:
                 found["spec"] = str(exc)
         try:
-            check_output(self.output.text().strip())
+            out = check_output(self.output.text().strip())
         except InspectorError as exc:
             found["output"] = str(exc)
+        else:
+            current = self._current_archive() if self.window is not None else None
+            if current and _same_file(out, current):
+                found["output"] = (f"{out.name} is the archive open in the current tab: "
+                                   "choose another file, so both can be compared")
         return found
 
     def validate(self) -> bool:
@@ -508,6 +513,13 @@ def check_output(text: str) -> Path:
     if not text:
         raise ExportSpecError("choose an output file (.pt2)")
     return job_check(Path(text).expanduser())
+
+
+def _same_file(a: Path, b: str) -> bool:
+    try:
+        return a.expanduser().resolve() == Path(b).resolve()
+    except OSError:
+        return False
 
 
 def split_fix(message: str) -> tuple[str, str | None]:

@@ -154,14 +154,22 @@ def bench_run(app: QApplication, archive: Path, rounds: int, tokens: int, repeat
     latency_chart.LatencyChart.redraw = timed
     headless: list[float] = []
     drawn: list[float] = []
+    child_cpu = {"headless": 0.0, "panel": 0.0}
+    gui_cpu = 0.0
     frames = 0
     samples = 0
     for r in range(rounds):
+        c0 = _children_cpu()
         res = run_job("run", spec.to_argv())
+        child_cpu["headless"] += _children_cpu() - c0
         headless.append(res["total_ms"])
         panel.chart.frames = 0
+        c0, g0 = _children_cpu(), time.process_time()
         panel.start_run()
         wait(panel.runner.finished, 900)
+        idle(0.2)  # let QProcess reap the child so its CPU time is counted
+        gui_cpu += time.process_time() - g0
+        child_cpu["panel"] += _children_cpu() - c0
         rec = panel.records[-1]
         if rec.result is None:
             print(f"run failed: {panel.status.text()}")
@@ -178,7 +186,17 @@ def bench_run(app: QApplication, archive: Path, rounds: int, tokens: int, repeat
           f"-> ratio {d / h:.3f} (goal <= 1.05)")
     print(f"  window redraw: {frames} timer frames for {samples} samples, "
           f"{spent[0] * 1000:.1f} ms drawing in all ({spent[0] * 1000 / max(frames, 1):.2f} ms/frame)")
+    print(f"  CPU: run child {child_cpu['headless']:.1f} s headless vs {child_cpu['panel']:.1f} s "
+          f"under the panel; window process {gui_cpu:.2f} s while charting "
+          f"= {100 * gui_cpu / max(child_cpu['panel'], 1e-9):.2f}% of the child's CPU")
     panel.shutdown()
+
+
+def _children_cpu() -> float:
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def main() -> int:

@@ -151,3 +151,31 @@ def test_cancel_ends_the_child_and_writes_nothing(qtbot, panel, out_dir):
     assert panel.export_button.isEnabled()
     qtbot.waitUntil(lambda: not any(out_dir.iterdir()), timeout=2000)
     assert not out.exists()
+
+
+def test_torch_error_is_shown_with_its_suggested_fix(qtbot, panel, out_dir):
+    # Example batch 1 is inside 1:64, so our checks pass; torch specializes it and refuses.
+    panel.batch.set_values(1, 64, 1)
+    assert panel.validate()
+    with qtbot.waitSignal(panel.export_failed, timeout=300_000) as blocker:
+        assert panel.start_export()
+    message, details = blocker.args
+    assert "Constraints violated (batch)" in message
+    text = panel.status.text()
+    assert "Export failed:" in text and "Suggested fix:" in text and "batch = 1" in text
+    assert "Traceback" not in text  # the traceback is one click away, not in the face
+    assert panel.details_button.isVisibleTo(panel) and not panel.details.isVisibleTo(panel)
+    qtbot.mouseClick(panel.details_button, Qt.LeftButton)
+    assert panel.details.isVisibleTo(panel)
+    assert "Suggested fixes" in panel.details.toPlainText()
+    qtbot.waitUntil(lambda: not panel.runner.is_running(), timeout=5000)
+    assert list(out_dir.iterdir()) == []
+    assert panel.export_button.isEnabled()
+
+
+def test_refuses_to_overwrite_the_archive_in_the_current_tab(no_leaks, window, toy_tab,
+                                                             toy_archive):
+    panel = window.job_panels.export
+    panel.output.setText(str(toy_archive))
+    assert "open in the current tab" in panel.problems()["output"]
+    assert not panel.export_button.isEnabled()
