@@ -106,8 +106,14 @@ class DetailsPane(QWidget):
         if not entries:
             return "<div class='crumb dim'>no module (top level)</div>"
         parts = []
+        prev = ""
         for e in entries:
-            label = e.path.rsplit(".", 1)[-1] if e.path else "(root)"
+            # relative to the enclosing module: "h.1", not "1" (ModuleList hops)
+            if prev and e.path.startswith(prev + "."):
+                label = e.path[len(prev) + 1:]
+            else:
+                label = e.path or "(root)"
+            prev = e.path
             parts.append(f"<a href='module:{escape(e.path)}' title='{escape(e.cls)}'>{escape(label)}</a>"
                          f"<span class='dim'>:{escape(e.class_name)}</span>")
         return "<div class='crumb'>" + " › ".join(parts) + "</div>"
