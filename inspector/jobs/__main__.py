@@ -60,7 +60,10 @@ def _die_with_parent() -> None:
 
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-        if os.getppid() == 1:  # parent already gone before prctl
+        # The parent may have died before prctl: compare with the pid it recorded
+        # (not with 1: the parent itself may be PID 1 in a container).
+        expected = os.environ.get("PT2I_PARENT_PID", "")
+        if expected.isdigit() and os.getppid() != int(expected):
             raise JobCancelled("parent gone")
     except OSError:
         pass

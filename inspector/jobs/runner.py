@@ -49,6 +49,7 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     if root not in parts:
         env["PYTHONPATH"] = os.pathsep.join([root, *parts])
     env.setdefault("PYTHONIOENCODING", "utf-8")
+    env["PT2I_PARENT_PID"] = str(os.getpid())  # lets the child notice an early orphaning
     env.update(extra or {})
     return env
 
