@@ -13,18 +13,16 @@ from __future__ import annotations
 
 import threading
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QComboBox,
     QFileDialog,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QProgressBar,
     QPushButton,
@@ -36,15 +34,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from inspector.core.audit import ERROR, INFO, RULE_TITLES, RULES, WARNING, Finding
+from inspector.core.audit import ERROR, INFO, WARNING, Finding
 from inspector.core.errors import InspectorError
 from inspector.ui.device_list import DeviceSource
+from inspector.ui.findings_tree import FINDING_ROLE, SEVERITY_COLORS, FindingsTree, plural
 from inspector.ui.workers import Work, WorkQueue
 
-SEVERITY_COLORS = {ERROR: "#d32f2f", WARNING: "#f9a825", INFO: "#1e88e5"}
 NO_TARGET = "(any device)"
 TARGET_CHOICES = ("cuda", "cuda:0", "cpu", "mps", "meta", "xpu")
-FINDING_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
 # --- work done off the GUI thread (pure Python, no Qt) ---------------------------
@@ -108,110 +105,6 @@ def retarget_file(source: str, output: str, device: str,
 
 
 # --- the panel ----------------------------------------------------------------------
-
-def _dot(color: str) -> QIcon:
-    pix = QPixmap(12, 12)
-    pix.fill(Qt.GlobalColor.transparent)
-    p = QPainter(pix)
-    p.setRenderHint(QPainter.RenderHint.Antialiasing)
-    p.setBrush(QColor(color))
-    p.setPen(Qt.PenStyle.NoPen)
-    p.drawEllipse(1, 1, 10, 10)
-    p.end()
-    return QIcon(pix)
-
-
-class FindingsTree(QTreeWidget):
-    """Rule -> group -> finding, with counts and severity dots."""
-
-    HEADERS = ("Finding", "Where")
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setColumnCount(len(self.HEADERS))
-        self.setHeaderLabels(self.HEADERS)
-        self.setUniformRowHeights(True)
-        self.setAlternatingRowColors(True)
-        self.setSelectionMode(QAbstractItemView.SingleSelection)
-        self.header().setSectionResizeMode(0, QHeaderView.Stretch)
-        self.header().setSectionResizeMode(1, QHeaderView.ResizeToContents)
-        self.header().setStretchLastSection(False)
-        self._icons = {sev: _dot(color) for sev, color in SEVERITY_COLORS.items()}
-
-    def show_findings(self, findings: list[Finding]) -> None:
-        self.clear()
-        by_rule: dict[str, list[Finding]] = defaultdict(list)
-        for f in findings:
-            by_rule[f.rule].append(f)
-        for rule in [r for r in RULES if r in by_rule] + [r for r in by_rule if r not in RULES]:
-            items = by_rule[rule]
-            worst = min(items, key=lambda f: (ERROR, WARNING, INFO).index(f.severity)).severity
-            counts = Counter(f.severity for f in items)
-            summary = ", ".join(_plural(counts[s], s) for s in (ERROR, WARNING, INFO) if counts[s])
-            title = f"{RULE_TITLES.get(rule, rule)}  ({len(items)})"
-            top = QTreeWidgetItem([title, summary])
-            top.setToolTip(0, title)
-            top.setIcon(0, self._icons[worst])
-            font = top.font(0)
-            font.setBold(True)
-            top.setFont(0, font)
-            top.setData(0, Qt.ItemDataRole.UserRole, rule)
-            top.setFirstColumnSpanned(False)
-            self.addTopLevelItem(top)
-            groups: dict[str, list[Finding]] = defaultdict(list)
-            for f in items:
-                groups[f.group or ""].append(f)
-            for group, members in groups.items():
-                parent = top
-                if group and len(groups) > 1 or group and len(members) > 3:
-                    parent = QTreeWidgetItem([f"{group}  ({len(members)})"])
-                    top.addChild(parent)
-                for f in members:
-                    parent.addChild(self._leaf(f))
-            top.setExpanded(worst == ERROR or len(by_rule) <= 2)
-
-    def _leaf(self, f: Finding) -> QTreeWidgetItem:
-        # Docks are narrow: the node names the finding, the message is one click away.
-        label = f"{f.program} · {f.node}" if f.node else _first_clause(f.message)
-        where = f"line {f.line + 1}" if f.line is not None else (f.program or "archive")
-        item = QTreeWidgetItem([label, where])
-        item.setIcon(0, self._icons.get(f.severity, QIcon()))
-        tip = f"<b>{f.severity}</b>: {_html(f.message)}"
-        if f.fix:
-            tip += f"<br><br><b>Fix:</b> {_html(f.fix)}"
-        if f.source:
-            tip += f"<br><b>Source:</b> {_html(f.source)}"
-        item.setToolTip(0, tip)
-        item.setToolTip(1, f.source or "")
-        item.setData(0, FINDING_ROLE, f)
-        return item
-
-    def findings_shown(self) -> list[Finding]:
-        out = []
-        stack = [self.topLevelItem(i) for i in range(self.topLevelItemCount())]
-        while stack:
-            item = stack.pop()
-            f = item.data(0, FINDING_ROLE)
-            if f is not None:
-                out.append(f)
-            stack.extend(item.child(i) for i in range(item.childCount()))
-        return out
-
-    def rule_counts(self) -> dict[str, int]:
-        """rule -> the count its row shows."""
-        return {self.topLevelItem(i).data(0, Qt.ItemDataRole.UserRole):
-                _count(self.topLevelItem(i).text(0)) for i in range(self.topLevelItemCount())}
-
-    def leaf_for(self, pred: Callable[[Finding], bool]) -> QTreeWidgetItem | None:
-        stack = [self.topLevelItem(i) for i in range(self.topLevelItemCount())]
-        while stack:
-            item = stack.pop(0)
-            f = item.data(0, FINDING_ROLE)
-            if f is not None and pred(f):
-                return item
-            stack.extend(item.child(i) for i in range(item.childCount()))
-        return None
-
 
 class AuditPanel(QWidget):
     audited = Signal(object)  # AuditReport of the archive shown on the left
@@ -574,7 +467,7 @@ def _counts_text(report: AuditReport, what: str) -> str:
     c = report.counts()
     if not report.findings:
         return f"{what}: none. Nothing baked in that the rules know of."
-    parts = [f"<span style='color:{SEVERITY_COLORS[s]}'>●</span> {_plural(c[s], s)}"
+    parts = [f"<span style='color:{SEVERITY_COLORS[s]}'>●</span> {plural(c[s], s)}"
              for s in (ERROR, WARNING, INFO) if c[s]]
     target = f" for <b>{_html(report.target)}</b>" if report.target else ""
     return f"{what}{target}: " + " &nbsp; ".join(parts)
@@ -590,8 +483,6 @@ def _program_names(report: AuditReport) -> list[str]:
         return sorted({f.program for f in report.findings if f.program})
 
 
-def _plural(n: int, severity: str) -> str:
-    return f"{n} {severity}{'s' if n != 1 and severity != INFO else ''}"
 
 
 def _cache_key(path: str, target: str | None) -> tuple[str, str | None, int]:
@@ -603,22 +494,8 @@ def _cache_key(path: str, target: str | None) -> tuple[str, str | None, int]:
     return str(path), target, stamp
 
 
-def _count(text: str) -> int:
-    inside = text.rsplit("(", 1)[-1].rstrip(")")
-    return int(inside) if inside.isdigit() else 0
 
 
-def _first_clause(message: str) -> str:
-    """The headline of a finding's message: up to its first ': ' outside parentheses."""
-    depth = 0
-    for i, ch in enumerate(message):
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth = max(0, depth - 1)
-        elif ch == ":" and depth == 0 and message[i + 1:i + 2] == " ":
-            return message[:i]
-    return message
 
 
 def _html(text: str | None) -> str:
