@@ -17,6 +17,7 @@ Stored records (what torch writes) keep torch's 64-byte data alignment.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import struct
 import secrets
@@ -34,7 +35,7 @@ import orjson
 from inspector.core.archive import Archive, ArchiveError, open_archive
 from inspector.core.device_names import parse_device
 from inspector.core.errors import InspectorError
-from inspector.core.program import Device
+from inspector.core.program import Device, parse_program
 
 # JSON keys whose value is a serialized Device ({"type": ..., "index": ...}) in
 # torch's schema: Argument.as_device and TensorMeta.device.
@@ -43,6 +44,11 @@ _CHUNK = 4 * 1024 * 1024
 # torch's zip writer aligns each record's data to 64 bytes (mmap-friendly); keep it.
 _ALIGN = 64
 _PAD_HEADER_ID = 0x4246  # "FB": the extra-field id torch uses for its padding
+
+
+# Zip-bomb guard: records over 1 MiB that expand more than 200x are refused.
+_BOMB_MIN_BYTES = 1024 * 1024
+_BOMB_RATIO = 200
 
 
 class RetargetError(InspectorError):
@@ -178,12 +184,13 @@ def _rewrite_json(archive: Archive, names: list[str], target: Device
         change = ProgramChange(name)
         rel = archive.program_path(name)
         doc = archive.program_json(name)
+        parse_program(doc, name)  # refuse what the reader refuses (limits, structure)
         counts, olds = rewrite_devices(doc, new_value)
         change.literals = counts["as_device"]
         change.tensor_meta = counts["device"]
         change.unchanged = counts["unchanged"]
         change.from_devices = dict(olds)
-        replacements[archive.top + rel] = orjson.dumps(doc)
+        replacements[archive.top + rel] = _dump(doc, rel)
         for which in ("weights", "constants"):
             crel = f"data/{which}/{name}_{which}_config.json"
             if archive.record(crel) is None:
@@ -192,9 +199,21 @@ def _rewrite_json(archive: Archive, names: list[str], target: Device
             ccounts, _ = rewrite_devices(cdoc, new_value)
             change.payloads += ccounts["device"] + ccounts["as_device"]
             change.unchanged += ccounts["unchanged"]
-            replacements[archive.top + crel] = orjson.dumps(cdoc)
+            replacements[archive.top + crel] = _dump(cdoc, crel)
         changes.append(change)
     return replacements, changes
+
+
+def _dump(doc: Any, rel: str) -> bytes:
+    try:
+        return orjson.dumps(doc)
+    except TypeError:
+        pass  # orjson writes at most 254 levels; the reader accepts up to 1024
+    try:
+        return json.dumps(doc, separators=(",", ":"), ensure_ascii=False,
+                          allow_nan=False).encode("utf-8")
+    except (RecursionError, ValueError) as exc:
+        raise RetargetError(f"record {rel} cannot be written back ({exc})") from None
 
 
 def _is_device(value: Any) -> bool:
@@ -246,6 +265,8 @@ def _write_zip(src: Path, out: Path, top: str, replacements: dict[str, bytes],
     try:
         with os.fdopen(fd, "w+b") as raw, zipfile.ZipFile(src) as zin:
             infos = zin.infolist()
+            for info in infos:
+                _check_ratio(info)
             total = sum(i.file_size for i in infos if i.filename not in replacements) or 1
             done = 0
             with zipfile.ZipFile(raw, "w", allowZip64=True) as zout:
@@ -290,6 +311,16 @@ def _write_zip(src: Path, out: Path, top: str, replacements: dict[str, bytes],
             raise RetargetError(f"cannot write {str(out)!r} ({exc.strerror or exc})") from None
         raise
     return copied, nbytes
+
+
+def _check_ratio(info: zipfile.ZipInfo) -> None:
+    """Refuse a record that expands absurdly: copying a zip bomb would fill the disk.
+    torch stores records uncompressed, and deflated weights shrink little."""
+    if (info.compress_type != zipfile.ZIP_STORED and info.file_size > _BOMB_MIN_BYTES
+            and info.file_size > _BOMB_RATIO * max(info.compress_size, 1)):
+        raise ArchiveError(
+            f"record {info.filename} expands {info.file_size / max(info.compress_size, 1):,.0f} "
+            f"times ({info.file_size:,} bytes): a zip bomb, not a torch archive; refusing it")
 
 
 def _new_info(info: zipfile.ZipInfo, size: int, offset: int) -> zipfile.ZipInfo:

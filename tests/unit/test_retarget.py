@@ -231,3 +231,16 @@ def test_corrupt_weight_is_an_archive_error_and_leaves_nothing(devices_pt2: Path
     with pytest.raises(ArchiveError, match="cannot be copied"):
         retarget(bad, tmp_path / "out.pt2", "cuda")
     assert _listdir(tmp_path) == {"corrupt.pt2"}
+
+
+def test_zip_bomb_record_is_refused(devices_pt2: Path, tmp_path: Path) -> None:
+    bomb = tmp_path / "bomb.pt2"
+    with zipfile.ZipFile(devices_pt2) as a, zipfile.ZipFile(bomb, "w") as b:
+        for info in a.infolist():
+            b.writestr(info, a.read(info))
+        top = a.namelist()[0].split("/")[0]
+        b.writestr(f"{top}/extra/zeros.bin", bytes(64 * 1024 * 1024),
+                   compress_type=zipfile.ZIP_DEFLATED)
+    with pytest.raises(ArchiveError, match="zip bomb"):
+        retarget(bomb, tmp_path / "out.pt2", "cuda")
+    assert _listdir(tmp_path) == {"bomb.pt2"}
