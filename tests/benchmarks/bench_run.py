@@ -102,8 +102,31 @@ def table(args: argparse.Namespace) -> int:
     return 0
 
 
+def compare_load(archive: Path, rounds: int) -> None:
+    """Fresh processes: our vetted load (jobs/load.py) vs torch's own load_pt2."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from common import measure
+
+    ours = [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[2]); "
+            "from inspector.jobs import load; load.load(sys.argv[1])", str(archive), str(ROOT)]
+    theirs = [sys.executable, "-c", "import sys, transformers, torch; "
+              "from torch.export.pt2_archive._package import load_pt2; load_pt2(sys.argv[1])",
+              str(archive)]
+    o, t = [], []
+    for _ in range(rounds):
+        o.append(measure(ours))
+        t.append(measure(theirs))
+    ow, tw = statistics.median(m.wall_s for m in o), statistics.median(m.wall_s for m in t)
+    orss = statistics.median(m.peak_rss_mb for m in o)
+    trss = statistics.median(m.peak_rss_mb for m in t)
+    print(f"  load, whole process: vetted {ow:.2f} s / {orss:.0f} MB, torch load_pt2 "
+          f"{tw:.2f} s / {trss:.0f} MB, ratio {ow / tw:.3f}x")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--compare-load", action="store_true",
+                        help="also time the vetted load against torch's load_pt2")
     parser.add_argument("--table", action="store_true",
                         help="eager/export x compile x fp32/bf16 through the job on --device")
     parser.add_argument("--preset", choices=("tiny", "seed"), default="tiny",
@@ -155,6 +178,8 @@ def main() -> int:
     print(f"  run job        : {jm:9.1f} ms per generation   process {statistics.median(job_wall):6.1f} s")
     print(f"  ratio job/bare : {jm / bm:.3f}x per generation (target <= 1.03)")
     print(f"  same token ids : {same_tokens}")
+    if args.compare_load:
+        compare_load(archive, args.rounds)
     return 0
 
 

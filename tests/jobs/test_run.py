@@ -140,3 +140,20 @@ def test_devices_job_lists_cpu():
     cpu = result["devices"][0]
     assert cpu["id"] == "cpu" and cpu["memory_bytes"] > 0
     assert result["torch"].startswith("2.")
+
+
+def test_device_mismatch_and_oom_messages_name_the_fix():
+    """The GPU-only failures, from torch's own texts (no GPU in CI)."""
+    import torch
+
+    from inspector.jobs.generate import _explain
+    from inspector.jobs.spec import RunSpec
+
+    spec = RunSpec(file="toy.pt2", device="cuda:0")
+    mismatch = RuntimeError("Expected all tensors to be on the same device, but found at "
+                            "least two devices, cuda:0 and cpu!")
+    msg = str(_explain(mismatch, spec, torch.device("cuda:0")))
+    assert msg.startswith("baked cpu device")
+    assert "pt2-inspector audit toy.pt2" in msg and "retarget toy.pt2 --device cuda" in msg
+    oom = RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+    assert "out of memory on cuda:0" in str(_explain(oom, spec, torch.device("cuda:0")))
