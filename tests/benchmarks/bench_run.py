@@ -109,7 +109,7 @@ def compare_load(archive: Path, rounds: int) -> None:
 
     ours = [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[2]); "
             "from inspector.jobs import load; load.load(sys.argv[1])", str(archive), str(ROOT)]
-    theirs = [sys.executable, "-c", "import sys, transformers, torch; "
+    theirs = [sys.executable, "-c", "import sys, torch, transformers.modeling_outputs; "
               "from torch.export.pt2_archive._package import load_pt2; load_pt2(sys.argv[1])",
               str(archive)]
     o, t = [], []
