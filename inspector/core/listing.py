@@ -227,6 +227,17 @@ def _emit_node(listing: Listing, graph: Graph, node: Node, body: str, ns: _Names
     target = node.target
     outputs = node.outputs
     hop = target.startswith(_HOP_PREFIX)
+    if not hop and node.name_in_file and len(outputs) == 1 and outputs[0].kind == "as_tensor":
+        # the common case (one tensor out), kept short: 100k-node programs
+        value = outputs[0].value
+        name = value.get("name") if isinstance(value, dict) else None
+        if isinstance(name, str):
+            ns.create(node.name)
+            line = listing._add(f"{body}{name}{_annotation(graph, name)} = "
+                                f"{_call_text(node, target, False)}", STATEMENT, node)
+            listing._node_line[id(node)] = line
+            listing.definitions[(graph.name, name)] = line
+            return
     kinds = [o.kind for o in outputs]
     single_value = len(outputs) == 1 and kinds[0] in _SINGLE_VALUE_KINDS
     fx_name = ns.create(_creation_name(node, hop, single_value))

@@ -371,6 +371,44 @@ def custom_builders() -> Iterator[tuple[str, str, Builder]]:
                               torch.randn(4, 2), [torch.randn(2), torch.randn(2)]))
     yield "ops/odd_outputs_dtypes_devices", "ops", odd
 
+    class Contexts(nn.Module):
+        """no_grad / autocast / enable_grad regions become wrap_* HOPs with
+        submodules."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> Any:
+            with torch.no_grad():
+                y = self.lin(x) * 2
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                z = self.lin(x)
+            with torch.enable_grad():
+                w = y.sin()
+            return y, z, w
+
+    def contexts() -> Any:
+        return export(Contexts(), (torch.randn(2, 4),))
+    yield "cond/grad_autocast", "cond", contexts
+
+    class Annotated(nn.Module):
+        def forward(self, x: torch.Tensor) -> Any:
+            import torch.fx.traceback as fx_traceback
+
+            with fx_traceback.annotate({"pp_stage": 0, "long": "x" * 60}):
+                y = x + 1
+            torch.ops.aten._print("hello")  # a node without outputs
+            return y * 2
+
+    def annotated() -> Any:
+        import torch.fx.traceback as fx_traceback
+
+        # preserve_node_meta keeps `custom` metadata: `# Annotation: {...}` comments
+        with fx_traceback.preserve_node_meta():
+            return export(Annotated(), (torch.randn(2),))
+    yield "ops/annotate_custom_meta", "ops", annotated
+
     # -- custom ops (auto_functionalized) ----------------------------------------------
     scale_, twice, parts = _custom_ops()
 

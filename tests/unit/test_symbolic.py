@@ -105,7 +105,7 @@ def test_random_expressions_match_sympy() -> None:
     rng = random.Random(1234)
     mismatches = []
     checked = 0
-    for _ in range(1500):
+    for _ in range(600):
         try:
             e = _random_expr(rng, rng.randint(1, 4))
         except Exception:  # noqa: BLE001 - torch's eval refuses some combinations
@@ -116,7 +116,7 @@ def test_random_expressions_match_sympy() -> None:
         checked += 1
         if render_expr(text) != str(e):
             mismatches.append((str(e), render_expr(text), text))
-    assert checked > 1000
+    assert checked > 400
     assert not mismatches, (len(mismatches), checked, mismatches[:10])
 
 
