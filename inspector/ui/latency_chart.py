@@ -9,6 +9,7 @@ redraw per sample (pyqtgraph's scrollingPlots example: `setData` over a buffer,
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +20,7 @@ from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
 
 REDRAW_MS = 33  # ~30 Hz
-HIST_EVERY = 6  # the histogram costs more than a curve: every 6th frame (~5 Hz)
+HIST_EVERY = 15  # the histogram moves its axes on each update: every 15th frame (~2 Hz)
 HIST_BINS = 40
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
            "#e377c2", "#17becf", "#bcbd22", "#7f7f7f")
@@ -33,6 +34,7 @@ class Series:
     color: str
     ms: np.ndarray = field(default_factory=lambda: np.empty(1024, dtype=np.float64))
     n: int = 0
+    peak: float = 0.0  # largest sample so far (fixes the y range without a scan)
     curve: Any = None
     hist: Any = None
     drawn: int = -1  # samples shown by the last redraw
@@ -45,6 +47,8 @@ class Series:
             self.ms = grown
         self.ms[self.n] = value
         self.n += 1
+        if value > self.peak:
+            self.peak = value
 
     def reserve(self, count: int) -> None:
         if count > len(self.ms):
@@ -77,16 +81,23 @@ class LatencyChart(QWidget):
         # Plain "ms" labels: pyqtgraph's SI prefixes would print "kms" for seconds.
         self.plot.setLabel("left", "latency (ms)")
         self.plot.setLabel("bottom", "token (all timed repeats)")
-        self.plot.showGrid(x=True, y=True, alpha=0.25)
+        # Horizontal grid lines only: a full grid is redrawn whenever a range moves and
+        # doubled the window's CPU while a run streamed (measured in bench_ui_jobs).
+        self.plot.showGrid(x=False, y=True, alpha=0.2)
         self.plot.setClipToView(True)
         self.plot.setDownsampling(auto=True, mode="peak")
         self.plot.addLegend(offset=(-10, 10))
         self.plot.setMouseEnabled(x=True, y=False)
+        # Ranges move in steps we choose, not on every sample: an axis whose range
+        # changes re-lays out its ticks and text, the costliest part of a frame.
+        self.plot.enableAutoRange(x=False, y=False)
+        self._x_top = 0.0
+        self._y_top = 0.0
         self.hist_plot = pg.PlotWidget()
         self.hist_plot.setObjectName("latencyHistogram")
         self.hist_plot.setLabel("bottom", "latency (ms)")
         self.hist_plot.setLabel("left", "tokens")
-        self.hist_plot.showGrid(x=True, y=True, alpha=0.25)
+        self.hist_plot.showGrid(x=False, y=True, alpha=0.2)
         split = QSplitter(orientation)
         split.addWidget(self.plot)
         split.addWidget(self.hist_plot)
@@ -128,6 +139,9 @@ class LatencyChart(QWidget):
         color = PALETTE[len(self.series) % len(PALETTE)]
         s = Series(label, color)
         s.reserve(expected)
+        if expected > self._x_top:
+            self._x_top = float(expected)
+            self.plot.setXRange(0, self._x_top, padding=0.02)
         pen = pg.mkPen(color, width=1.6)
         s.curve = self.plot.plot([], [], pen=pen, name=label)
         s.curve.setDownsampling(auto=True, method="peak")
@@ -151,6 +165,7 @@ class LatencyChart(QWidget):
     def clear(self) -> None:
         for s in list(self.series):
             self.remove_series(s)
+        self._x_top = self._y_top = 0.0
         self.plot.plotItem.legend.clear()
 
     def stop(self) -> None:
@@ -168,12 +183,24 @@ class LatencyChart(QWidget):
                 s.drawn = s.n
                 changed = True
         self.frames += 1
+        if changed:
+            self._fit_ranges()
         if changed and (force_hist or self.frames % HIST_EVERY == 0):
             self._redraw_histograms()
         elif force_hist:
             self._redraw_histograms()
         if changed:
             self.redrawn.emit()
+
+    def _fit_ranges(self) -> None:
+        n = max((s.n for s in self.series), default=0)
+        peak = max((s.peak for s in self.series), default=0.0)
+        if n > self._x_top:
+            self._x_top = float(nice_ceiling(n * 1.25))
+            self.plot.setXRange(0, self._x_top, padding=0.02)
+        if peak > self._y_top or (0 < peak < self._y_top / 8):
+            self._y_top = nice_ceiling(peak * 1.1)
+            self.plot.setYRange(0, self._y_top, padding=0)
 
     def _redraw_histograms(self) -> None:
         filled = [s for s in self.series if s.n]
@@ -198,3 +225,15 @@ class LatencyChart(QWidget):
         exporter = ImageExporter(self.plot.plotItem)
         exporter.parameters()["width"] = width
         exporter.export(path)
+
+
+def nice_ceiling(x: float) -> float:
+    """The next 1, 2, 2.5 or 5 times a power of ten at or above x (axis tops)."""
+    if x <= 0:
+        return 1.0
+    exp = math.floor(math.log10(x))
+    for m in (1.0, 2.0, 2.5, 5.0, 10.0):
+        top = m * 10.0 ** exp
+        if top >= x:
+            return top
+    return 10.0 ** (exp + 1)

@@ -50,6 +50,7 @@ from inspector.ui.latency_chart import LatencyChart, Series
 _ERROR_COLOR = "#c62828"
 STAT_COLUMNS = ("Run", "p50 ms", "p90 ms", "p99 ms", "tokens/s", "total ms", "encoder ms",
                 "tokens")
+LIVE_ROW_EVERY = 8  # chart frames between live stats updates (~4 Hz)
 TRUST_WORDS = "would run code when loaded"  # jobs/load.py's UntrustedArchiveError
 
 
@@ -453,6 +454,9 @@ class RunPanel(QWidget):
                 item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
 
     def _refresh_live_row(self) -> None:
+        # Percentiles and a table repaint: a few times a second is plenty to read.
+        if self.chart.frames % LIVE_ROW_EVERY:
+            return
         record = self._current
         if record is not None and record in self.records:
             self._fill_row(self.records.index(record), record)

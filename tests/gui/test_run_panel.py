@@ -81,11 +81,24 @@ def test_draws_a_real_run_and_stays_responsive(qtbot, panel, toy, tmp_path):
     assert "tokens/s" in panel.status.text()
     qtbot.waitUntil(lambda: panel.run_button.isEnabled(), timeout=5000)
 
+    # A second run (eager) overlays the first, with a legend entry each.
+    panel.mode.setCurrentIndex(panel.mode.findData("eager"))
+    panel.max_tokens.setValue(4)
+    with qtbot.waitSignal(panel.run_finished, timeout=300_000) as blocker:
+        assert panel.start_run()
+    eager = blocker.args[0]
+    legend = panel.chart.plot.plotItem.legend
+    assert [label.text for _sample, label in legend.items] == [record.label, eager.label]
+    assert eager.label.startswith("eager") and len(panel.stats_rows()) == 2
+    assert record.series.curve.getData()[1] is not None and len(record.series.curve.getData()[1]) == n
+    qtbot.waitUntil(lambda: panel.run_button.isEnabled(), timeout=5000)
+
     # Save: CSV rows per token, JSON with the result, PNG of the chart.
     rows = list(csv.DictReader(panel.save_results(tmp_path / "r.csv").open()))
-    assert len(rows) == n and rows[0]["mode"] == "export" and rows[0]["device"] == "cpu"
+    assert len(rows) == n + eager.series.n
+    assert rows[0]["mode"] == "export" and rows[0]["device"] == "cpu" and rows[-1]["mode"] == "eager"
     doc = json.loads(panel.save_results(tmp_path / "r.json").read_text())
-    assert doc[0]["result"]["p50_ms"] == result["p50_ms"]
+    assert doc[0]["result"]["p50_ms"] == result["p50_ms"] and doc[1]["label"] == eager.label
     image = QImage(str(panel.save_chart(tmp_path / "c.png")))
     assert image.width() >= 800 and image.height() > 100
 
