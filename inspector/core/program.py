@@ -404,6 +404,16 @@ def _argument(raw: Any, where: str) -> Argument:
 
 
 def _check_depth(value: Any, where: str) -> None:
+    # Fast path for the common shapes ({"name": "x"}, [1, 2], a scalar): this
+    # runs for every argument of every node.
+    if isinstance(value, dict):
+        items: Any = value.values()
+    elif isinstance(value, list):
+        items = value
+    else:
+        return
+    if not any(isinstance(x, (list, dict)) for x in items):
+        return
     stack = [(value, 0)]
     while stack:
         item, depth = stack.pop()
