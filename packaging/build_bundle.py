@@ -10,7 +10,8 @@ The smoke test runs the *bundled* program from outside the source tree: --versio
 info/list/audit on the demo archive the bundle carries, --screenshot of the window
 (offscreen), and for the viewer, that torch is really absent and that `export` says
 so in one `error:` line. For the full bundle, `devices --json` checks that a job
-child (`-m inspector.jobs`, routed by packaging/entry.py) starts from the bundle.
+child (`-m inspector.jobs`, routed by packaging/entry.py) starts from the bundle,
+and a real tiny export runs inside it.
 Prints build time and bundle size; exits 1 if any check failed.
 """
 
@@ -105,13 +106,21 @@ def smoke(flavor: str, bundle: Path) -> int:
             out = Path(tmp) / "out.pt2"
             r = s.run("export", "-o", str(out))
             lines = r.stderr.strip().splitlines()
-            s.check("export without torch: exit 2, one `error:` line, nothing written",
+            s.check("export without torch: exit 2, one `error:` line saying so, nothing written",
                     r.returncode == 2 and len(lines) == 1 and lines[0].startswith("error:")
-                    and not out.exists(), r.stdout + r.stderr)
+                    and "needs torch" in lines[0] and not out.exists(), r.stdout + r.stderr)
         else:
             r = s.run("devices", "--json", timeout=600)
             s.check("devices --json (a job child started from the bundle)",
                     r.returncode == 0 and '"cpu"' in r.stdout, r.stdout + r.stderr)
+            out = Path(tmp) / "exported.pt2"
+            r = s.run("export", "--preset", "tiny", "-o", str(out), timeout=900)
+            s.check("export --preset tiny (real torch.export inside the bundle)",
+                    r.returncode == 0 and out.is_file(), r.stdout + r.stderr)
+            if out.is_file():
+                r = s.run("info", str(out))
+                s.check("info on the archive the bundle exported", r.returncode == 0,
+                        r.stdout + r.stderr)
         return 1 if s.failed else 0
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import os
 import signal
 import sys
@@ -88,6 +89,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not argv or argv[0] not in JOBS:
             raise _ArgError(
                 f"usage: python -m inspector.jobs JOB [ARGS] (JOB: {', '.join(JOBS)})"
+            )
+        if importlib.util.find_spec("torch") is None:
+            # The viewer bundle (packaging/) ships without torch: say so plainly.
+            raise _ArgError(
+                f"{argv[0]} needs torch, which this installation does not have (the "
+                "viewer build leaves it out); install pt2-inspector with torch, or use "
+                "the full bundle"
             )
         job = importlib.import_module(JOBS[argv[0]])
         parser = _Parser(prog=f"inspector.jobs {argv[0]}")

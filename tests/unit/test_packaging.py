@@ -10,6 +10,7 @@ checkout, are not processed) the only `inspector` it can import is the wheel's.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -138,3 +139,17 @@ def test_bundle_entry_runs_modules_like_python_m(tmp_path):
     assert (tmp_path / "share" / "applications" / f"{APP_ID}.desktop").is_file()
     result = _run([sys.executable, entry, "--version"], env=env, cwd=tmp_path)
     assert result.stdout.strip() == f"pt2-inspector {inspector.__version__}", result.stderr
+
+
+def test_jobs_without_torch_say_so_in_one_clear_error(tmp_path):
+    # What the viewer bundle meets: no torch at all. -S drops site-packages, so the
+    # child really cannot find torch (nor anything else installed).
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); "
+            "from inspector.jobs.__main__ import main; sys.exit(main(['export', '-o', 'x.pt2']))")
+    result = _run([sys.executable, "-S", "-c", code, str(ROOT)], cwd=tmp_path, env=_clean_env())
+    assert result.returncode == 1, result.stdout + result.stderr
+    event = json.loads(result.stdout.splitlines()[-1])
+    assert event["event"] == "error"
+    assert event["message"].startswith("export needs torch")
+    assert "internal error" not in event["message"]
+    assert not (tmp_path / "x.pt2").exists()
