@@ -98,6 +98,11 @@ def bench_export(app: QApplication, archive: Path) -> None:
     panels = window.job_panels
     panels.docks["export"].raise_()
     panel = panels.export
+    # Let the window finish what opening started (audit worker, listing prefetch): this
+    # measures the export job, not the load.
+    idle(3.0)
+    stages: list[tuple[float, str]] = []
+    panel.runner.progress.connect(lambda st, _f: stages.append((time.perf_counter(), st)))
     hb = Heartbeat()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "toy-tiny.pt2"
@@ -109,6 +114,7 @@ def bench_export(app: QApplication, archive: Path) -> None:
         panel.start_export()
         wait(panel.archive_exported, 600)
         job_s = time.perf_counter() - t0
+        beats = list(hb.beats)
         during = hb.stop()
         if not out.exists():
             print(f"export failed: {panel.status.text()}")
@@ -122,6 +128,11 @@ def bench_export(app: QApplication, archive: Path) -> None:
         idle_gaps = hb.stop()
     print(f"export job: {job_s:.1f} s from click to result; window heartbeat every {HEARTBEAT_MS} ms")
     print(f"  stall while the export ran       {summary(during)}   goal < 100 ms")
+    if during:
+        i = max(range(len(during)), key=during.__getitem__)
+        at = beats[i] if i < len(beats) else beats[-1]
+        stage = next((st for t, st in reversed(stages) if t <= at), "starting")
+        print(f"    longest gap began {at - t0:.2f} s after the click (stage: {stage})")
     print(f"  stall while the new tab opened   {summary(opening)}")
     print(f"  idle window, same machine        {summary(idle_gaps)}")
     window.close()
