@@ -1,13 +1,17 @@
 """Run `python -m inspector ...` as a real child process and measure it.
 
-Peak memory comes from os.wait4, which returns the rusage of that one child
-(RUSAGE_CHILDREN would give the largest of every child this pytest ever waited
-for). The deadline is enforced by a timer that kills the child.
+Peak memory and CPU time come from os.wait4 on that one child, taken by a tiny
+launcher process rather than by pytest itself: on Linux a child's ru_maxrss
+starts from its parent's resident size at fork (kept across exec), so measured
+from a pytest that holds torch every child would "use" 500+ MB. The deadline is
+enforced by a timer that kills the launcher's whole process group.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -17,7 +21,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-STUB_TEXT = "not available in this version yet"
+_LAUNCHER = r"""
+import json, os, sys
+argv = [sys.executable, "-m", "inspector", *sys.argv[2:]]
+pid = os.posix_spawn(sys.executable, argv, os.environ)
+_, status, ru = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as fp:
+    json.dump({"cpu": ru.ru_utime + ru.ru_stime, "maxrss_kb": ru.ru_maxrss}, fp)
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+"""
 
 
 @dataclass
@@ -27,16 +40,14 @@ class ChildResult:
     stdout_size: int
     stdout_head: bytes
     stderr: bytes
-    seconds: float
+    seconds: float  # wall clock
+    cpu_seconds: float  # user + system: what the file costs, whatever else runs
     max_rss_mb: float
     killed: bool
 
-    @property
-    def stub(self) -> bool:
-        return STUB_TEXT.encode() in self.stderr
-
     def describe(self) -> str:
         return (f"`{' '.join(self.args)}` rc={self.rc} {self.seconds:.2f}s "
+                f"(cpu {self.cpu_seconds:.2f}s) "
                 f"{self.max_rss_mb:.0f}MB stdout={self.stdout_size}B "
                 f"stderr={self.stderr[-2000:].decode('utf-8', 'replace')!r}")
 
@@ -45,28 +56,32 @@ def run_inspector(args: list[str], *, timeout: float, cwd: Path) -> ChildResult:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env.pop("PT2I_DEBUG", None)
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.TemporaryDirectory() as scratch:
+        stats = Path(scratch) / "rusage.json"
         start = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "inspector", *args], stdout=out,
-                                stderr=err, stdin=subprocess.DEVNULL, cwd=cwd, env=env)
+        proc = subprocess.Popen([sys.executable, "-c", _LAUNCHER, str(stats), *args],
+                                stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=cwd,
+                                env=env, start_new_session=True)
         killed = threading.Event()
 
         def kill() -> None:
             killed.set()
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
 
         timer = threading.Timer(timeout, kill)
         timer.start()
         try:
-            _, status, usage = os.wait4(proc.pid, 0)
+            _, status, _ = os.wait4(proc.pid, 0)
         finally:
             timer.cancel()
         seconds = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)  # reaped: Popen must not wait
+        usage = json.loads(stats.read_text()) if stats.exists() else {"cpu": seconds, "maxrss_kb": 0}
         size = out.tell()
         out.seek(0)
         head = out.read(4096)
         err.seek(0)
         stderr = err.read()
     return ChildResult(args, proc.returncode, size, head, stderr, seconds,
-                       usage.ru_maxrss / 1024, killed.is_set())
+                       usage["cpu"], usage["maxrss_kb"] / 1024, killed.is_set())

@@ -41,6 +41,15 @@ def _audit() -> Callable[..., Any] | None:
     return _optional("inspector.core.audit", "audit_archive", "audit")
 
 
+def _search_index() -> Callable[..., Any] | None:
+    return _optional("inspector.core.search", "SearchIndex")
+
+
+# One query per field and free text: every field map is built from file data.
+_QUERIES = ("op:add", "target:aten", "name:x", "device:cpu", "module:lin", "file:py:1",
+            "linear", "torch.ops")
+
+
 def exercise(path: Path) -> Archive:
     """Returns the (closed) archive for further checks of its records."""
     with open_archive(path) as archive:
@@ -55,6 +64,11 @@ def exercise(path: Path) -> Archive:
             listing.text().encode("utf-8")  # what `list` writes to a UTF-8 stdout
             for i in range(len(listing)):
                 listing.node_at(i)
+            index = _search_index()
+            if index is not None:
+                found = index(listing)  # builds per-field maps from names, traces, modules
+                for query in _QUERIES:
+                    found.search(query)
         audit = _audit()
         if audit is not None:
             audit(archive)

@@ -9,6 +9,8 @@ file is also put through the core API in-process (tests/security/exercise.py).
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -19,13 +21,22 @@ from hostile_corpus import CASES, EITHER, ERROR, OK, Base, Case
 from inspector.core.errors import InspectorError
 
 COMMANDS = ("info", "list", "audit")
+# The promise: 20 s and 1.5 GB per command. Time is asserted on the child's CPU
+# time, which does not grow when other jobs share the machine's two cores (CI,
+# or several test runs at once); wall time gets a generous kill deadline, which
+# still catches a child that blocks without using the CPU.
 DEADLINE_S = 20.0
+WALL_KILL_S = 90.0
 MEMORY_MB = 1536.0
+# PT2I_SECURITY_REPORT=FILE appends one JSON line per command (case, command,
+# rc, seconds, cpu_seconds, max_rss_mb, first stderr line): the figures of a run.
+REPORT = os.environ.get("PT2I_SECURITY_REPORT")
 
 
 def _check_child(case: Case, res: ChildResult, marker: Path) -> None:
     what = f"{case.name}: {res.describe()}"
-    assert not res.killed and res.seconds < DEADLINE_S, f"over {DEADLINE_S:.0f} s: {what}"
+    assert not res.killed, f"killed after {WALL_KILL_S:.0f} s of wall time: {what}"
+    assert res.cpu_seconds < DEADLINE_S, f"over {DEADLINE_S:.0f} s of CPU: {what}"
     assert res.max_rss_mb < MEMORY_MB, f"over {MEMORY_MB:.0f} MB: {what}"
     assert not marker.exists(), f"the file ran code (marker created): {what}"
     assert b"Traceback" not in res.stderr and b"Traceback" not in res.stdout_head, what
@@ -47,18 +58,24 @@ def _check_child(case: Case, res: ChildResult, marker: Path) -> None:
         assert res.rc in ((0, 1) if command == "audit" else (0,)), f"expected readable: {what}"
 
 
+def _report(case: Case, command: str, res: ChildResult) -> None:
+    line = res.stderr.decode("utf-8", "replace").splitlines()[:1]
+    with open(REPORT, "a", encoding="utf-8") as fp:  # type: ignore[arg-type]
+        fp.write(json.dumps({
+            "case": case.name, "category": case.category, "expect": case.expect,
+            "command": command, "rc": res.rc, "seconds": round(res.seconds, 2),
+            "cpu_seconds": round(res.cpu_seconds, 2), "max_rss_mb": round(res.max_rss_mb),
+            "error": line[0] if line else ""}) + "\n")
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_cli_contract(case: Case, base: Base, tmp_path: Path) -> None:
     path, marker = case.make(base, tmp_path)
-    ran = 0
     for command in COMMANDS:
-        res = run_inspector([command, str(path)], timeout=DEADLINE_S + 5, cwd=tmp_path)
-        if res.stub:
-            continue  # that command is not built yet
+        res = run_inspector([command, str(path)], timeout=WALL_KILL_S, cwd=tmp_path)
+        if REPORT:
+            _report(case, command, res)
         _check_child(case, res, marker)
-        ran += 1
-    if not ran:
-        pytest.skip("no command available yet")
 
 
 LIGHT = [c for c in CASES if not c.heavy]

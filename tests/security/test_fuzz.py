@@ -1,0 +1,162 @@
+"""Fuzzing real archives: random byte flips in the zip, and random mutations of
+the JSON records (values replaced by other types, huge values, deleted keys).
+
+The contract, checked in-process through the core API (tests/security/
+exercise.py: open, info summary, listing, search, audit): each mutated file is
+either read or refused with an InspectorError; anything else is a bug. The base
+archive carries live payloads (pickles torch would run, code strings), so every
+example also checks that nothing ran (the marker file stays absent).
+
+CI runs a short deterministic pass. Release check (the long run):
+
+    PT2I_FUZZ_EXAMPLES=10000 .venv/bin/pytest tests/security/test_fuzz.py -q -p no:randomly
+
+Each example costs a few milliseconds; 10,000 per test take a few minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from exercise import exercise
+from hostile_corpus import CONSTANTS_CONFIG, PROGRAM, WEIGHTS_CONFIG, Base, by_name
+from inspector.core.errors import InspectorError
+
+EXAMPLES = int(os.environ.get("PT2I_FUZZ_EXAMPLES", "150"))
+LONG_RUN = "PT2I_FUZZ_EXAMPLES" in os.environ
+FUZZ_SETTINGS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=not LONG_RUN,  # CI: the same examples every run; release: fresh ones
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+class Hostile:
+    """The `pickle-everywhere` case (every payload torch would run) plus code in
+    the program's strings, as editable parts, and its marker."""
+
+    def __init__(self, base: Base, work: Path) -> None:
+        path, self.marker = by_name("pickle-everywhere").make(base, work)
+        self.base = Base.load(path)
+        self.work = work
+        self.zip_bytes = path.read_bytes()
+        self.docs = {rel: self.base.json(rel) for rel in (PROGRAM, WEIGHTS_CONFIG, CONSTANTS_CONFIG)}
+        self.paths = {rel: list(_paths(doc)) for rel, doc in self.docs.items()}
+
+    def check(self, data: bytes) -> None:
+        fd, name = tempfile.mkstemp(suffix=".pt2", dir=self.work)
+        with os.fdopen(fd, "wb") as fp:
+            fp.write(data)
+        try:
+            exercise(Path(name))
+        except InspectorError:
+            pass  # a clear refusal is within the contract
+        finally:
+            os.unlink(name)
+        assert not self.marker.exists(), "the mutated archive ran code"
+
+
+def _paths(doc: Any, prefix: tuple = ()) -> Any:
+    """Every (key/index path) in a JSON document, containers included."""
+    yield prefix
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            yield from _paths(v, prefix + (i,))
+
+
+@pytest.fixture(scope="module")
+def hostile(base: Base, tmp_path_factory: pytest.TempPathFactory) -> Hostile:
+    return Hostile(base, tmp_path_factory.mktemp("fuzz"))
+
+
+# --- byte-level mutations -----------------------------------------------------------
+
+flips = st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.integers(0, 255)),
+                 min_size=1, max_size=12)
+
+
+@FUZZ_SETTINGS
+@given(flips=flips, cut=st.one_of(st.none(), st.floats(0, 1)),
+       zone=st.sampled_from(["anywhere", "directory", "headers"]))
+def test_byte_flips(hostile: Hostile, flips: list[tuple[float, int]], cut: float | None,
+                    zone: str) -> None:
+    data = bytearray(hostile.zip_bytes)
+    # Flips land anywhere, or where a zip reader is most fragile: the central
+    # directory and end record (last ~2 KB), or the local headers' first bytes.
+    lo, hi = {"anywhere": (0, len(data)),
+              "directory": (max(0, len(data) - 2048), len(data)),
+              "headers": (0, min(len(data), 512))}[zone]
+    for where, value in flips:
+        data[lo + int(where * (hi - lo))] = value
+    if cut is not None:
+        data = data[: int(cut * len(data))]
+    hostile.check(bytes(data))
+
+
+# --- JSON-level mutations -----------------------------------------------------------
+
+_CODE = "__import__('os').system('touch /tmp/pt2i-fuzz-should-never-exist')"
+values = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**70), 2**70),
+    st.sampled_from([0, -1, 2**31, 2**63 - 1, 2**64, 10**30, 1e308, -0.0, 1e-320]),
+    st.text(max_size=20), st.sampled_from(["", _CODE, "\x1b[2J\x1b]0;x\x07", "\ud7ff\ue000",
+                                           "s" * 100_000, "Add(" * 50 + "Symbol('s0')" + ")" * 50,
+                                           "torch.ops.aten.add.Tensor", "cpu", "cuda:0"]),
+    st.lists(st.integers(), max_size=4), st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
+    st.just({"as_tensor": {"name": "x"}}), st.just({"as_expr": {"expr_str": _CODE}}),
+    st.just([[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]),
+)
+mutation = st.tuples(st.sampled_from([PROGRAM, PROGRAM, PROGRAM, WEIGHTS_CONFIG, CONSTANTS_CONFIG]),
+                     st.floats(0, 1, exclude_max=True),
+                     st.sampled_from(["replace", "replace", "delete", "duplicate", "wrap"]),
+                     values)
+
+
+def _apply(doc: Any, path: tuple, op: str, value: Any) -> Any:
+    if not path:
+        return value if op == "replace" else [doc] if op == "wrap" else doc
+    parent = doc
+    for key in path[:-1]:
+        parent = parent[key]
+    key = path[-1]
+    if op == "replace":
+        parent[key] = value
+    elif op == "wrap":
+        parent[key] = [parent[key]]
+    elif op == "delete":
+        del parent[key]
+    elif op == "duplicate" and isinstance(parent, list):
+        parent.insert(key, parent[key])
+    elif op == "duplicate":
+        parent[f"{key}_copy"] = parent[key]
+    return doc
+
+
+@FUZZ_SETTINGS
+@given(mutations=st.lists(mutation, min_size=1, max_size=6))
+def test_json_mutations(hostile: Hostile, mutations: list[tuple[str, float, str, Any]]) -> None:
+    docs = {rel: json.loads(json.dumps(doc)) for rel, doc in hostile.docs.items()}
+    for rel, where, op, value in mutations:
+        paths = hostile.paths[rel]
+        path = paths[int(where * len(paths))]
+        try:
+            docs[rel] = _apply(docs[rel], path, op, value)
+        except (KeyError, IndexError, TypeError):
+            pass  # an earlier mutation removed or replaced that path
+    replace = {rel: json.dumps(doc, ensure_ascii=False).encode("utf-8", "surrogatepass")
+               for rel, doc in docs.items()}
+    hostile.check(hostile.base.zip(replace=replace, compress=zipfile.ZIP_STORED))
