@@ -7,7 +7,7 @@
 
 Output: dist/<name>/ (run dist/<name>/<name>), build files in build/pyinstaller/.
 The smoke test runs the *bundled* program from outside the source tree: --version,
-info/list/audit on the demo archive the bundle carries, --screenshot of the window
+info/list/audit/retarget on the demo archive the bundle carries, --screenshot of the window
 (offscreen), and for the viewer, that torch is really absent and that `export` says
 so in one `error:` line. For the full bundle, `devices --json` checks that a job
 child (`-m inspector.jobs`, routed by packaging/entry.py) starts from the bundle,
@@ -86,6 +86,10 @@ def smoke(flavor: str, bundle: Path) -> int:
         r = s.run("audit", str(demo))
         s.check(f"audit DEMO (exit {r.returncode}: 0 clean, 1 findings)",
                 r.returncode in (0, 1) and "Traceback" not in r.stderr, r.stdout + r.stderr)
+        moved = Path(tmp) / "retargeted.pt2"
+        r = s.run("retarget", str(demo), "--device", "cuda:0", "-o", str(moved))
+        s.check("retarget DEMO --device cuda:0 (no torch, no GPU needed)",
+                r.returncode == 0 and moved.is_file(), r.stdout + r.stderr)
         png, empty = Path(tmp) / "window.png", Path(tmp) / "empty.png"
         r = s.run("--screenshot", str(png), str(demo))
         shot_ok = r.returncode == 0 and png.is_file() and png.stat().st_size > 10_000
