@@ -41,6 +41,7 @@ from inspector.ui.findings_tree import FINDING_ROLE, SEVERITY_COLORS, FindingsTr
 from inspector.ui.workers import Work, WorkQueue
 
 NO_TARGET = "(any device)"
+AUDIT_TARGET_KEY = "audit/target"  # QSettings: the last target device chosen
 TARGET_CHOICES = ("cuda", "cuda:0", "cpu", "mps", "meta", "xpu")
 
 
@@ -146,7 +147,15 @@ class AuditPanel(QWidget):
             self.target.addItem(name, name)
         self.target.setToolTip("the device you will run on: device literals that differ from "
                                "it are errors; retarget rewrites them")
-        self.target.setCurrentIndex(self.target.findData("cuda"))
+        from inspector.ui import settings as keys
+
+        saved = keys.settings().value(AUDIT_TARGET_KEY, "cuda")
+        saved = saved if isinstance(saved, str) and saved else "cuda"
+        index = self.target.findData(saved) if saved != NO_TARGET else 0
+        if index < 0:
+            self.target.addItem(saved, saved)
+            index = self.target.count() - 1
+        self.target.setCurrentIndex(index)
         self.counts_label = QLabel()
         self.retarget_button = QPushButton()
         self.retarget_button.setToolTip("write a copy of the archive with every recorded "
@@ -243,6 +252,9 @@ class AuditPanel(QWidget):
             self._set_status(problem, error=True)
             return
         self._set_status("")
+        from inspector.ui import settings as keys
+
+        keys.set_value(AUDIT_TARGET_KEY, self.target_device() or NO_TARGET)
         if self.path and not self._retargeting:
             self.audit(self.path)
 

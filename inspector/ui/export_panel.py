@@ -11,6 +11,7 @@ constraints of the archive that was open before and the new one are compared.
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,9 @@ from inspector.ui.job_runner import JobRunner
 from inspector.ui.range_table import RangeCompareTable, compare_files
 from inspector.ui.workers import Work, WorkQueue
 
+# Last options (QSettings via inspector/ui/settings.py, next to the window's own keys).
+LAST_SPEC_KEY = "export/last_spec"  # ExportSpec.to_json() as JSON text
+LAST_OUTPUT_KEY = "export/last_output"
 _INVALID_STYLE = "QSpinBox { border: 1px solid #d32f2f; background: rgba(211, 47, 47, 0.12); }"
 _ERROR_COLOR = "#c62828"
 PRESET_NOTES = {
@@ -180,6 +184,7 @@ class ExportPanel(QWidget):
         self.runner.finished.connect(self._on_finished)
         self.set_spec(ExportSpec())
         self.output.setText(str(default_output_dir() / "toy-tiny.pt2"))
+        self._restore()
         self.validate()
 
     # -- layout --
@@ -388,6 +393,7 @@ class ExportPanel(QWidget):
         spec = self.spec()
         output = str(Path(self.output.text().strip()).expanduser().resolve())
         self._output = output
+        self._remember(spec, output)
         self._before = self._current_archive()
         self._clear_outcome()
         self.compare_box.hide()
@@ -397,6 +403,25 @@ class ExportPanel(QWidget):
         self.progress.setValue(0)
         self.progress.setFormat("starting…")
         return True
+
+    def _restore(self) -> None:
+        from inspector.ui import settings as keys
+
+        store = keys.settings()
+        try:
+            spec = ExportSpec.from_json(json.loads(str(store.value(LAST_SPEC_KEY, "") or "{}")))
+            self.set_spec(spec)
+        except (ValueError, TypeError):  # an older or hand-edited value: keep defaults
+            pass
+        output = store.value(LAST_OUTPUT_KEY, "")
+        if isinstance(output, str) and output:
+            self.output.setText(output)
+
+    def _remember(self, spec: ExportSpec, output: str) -> None:
+        from inspector.ui import settings as keys
+
+        keys.set_value(LAST_SPEC_KEY, json.dumps(spec.to_json()))
+        keys.set_value(LAST_OUTPUT_KEY, output)
 
     def cancel(self) -> None:
         if self.runner.cancel():

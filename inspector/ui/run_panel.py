@@ -50,6 +50,7 @@ from inspector.ui.latency_chart import LatencyChart, Series
 _ERROR_COLOR = "#c62828"
 STAT_COLUMNS = ("Run", "p50 ms", "p90 ms", "p99 ms", "tokens/s", "total ms", "encoder ms",
                 "tokens")
+RUN_OPTIONS_KEY = "run/last_options"  # QSettings: the options of the last run, as JSON
 LIVE_ROW_EVERY = 8  # chart frames between live stats updates (~4 Hz)
 TRUST_WORDS = "would run code when loaded"  # jobs/load.py's UntrustedArchiveError
 
@@ -112,6 +113,7 @@ class RunPanel(QWidget):
             if tabs is not None:
                 tabs.currentChanged.connect(lambda _i: self._follow_window())
         self.has_torch = torch_available()
+        self._restore()
         self._update_enabled()
 
     # -- layout --
@@ -298,6 +300,34 @@ class RunPanel(QWidget):
         self.save_chart_button.setEnabled(has_data)
         self.clear_button.setEnabled(bool(self.records) and not running)
 
+    def _restore(self) -> None:
+        from inspector.ui import settings as keys
+
+        try:
+            opts = json.loads(str(keys.settings().value(RUN_OPTIONS_KEY, "") or "{}"))
+        except ValueError:
+            return
+        if not isinstance(opts, dict):
+            return
+        for combo, key in ((self.device, "device"), (self.mode, "mode"),
+                           (self.precision, "precision")):
+            index = combo.findData(opts.get(key))
+            if index >= 0:
+                combo.setCurrentIndex(index)
+        self.compile.setChecked(bool(opts.get("compile", False)))
+        for spin, key in ((self.batch, "batch"), (self.max_tokens, "max_tokens"),
+                          (self.warmup, "warmup"), (self.repeats, "repeats")):
+            if isinstance(opts.get(key), int):
+                spin.setValue(opts[key])
+
+    def _remember(self, spec: RunSpec) -> None:
+        from inspector.ui import settings as keys
+
+        keys.set_value(RUN_OPTIONS_KEY, json.dumps(
+            {"device": spec.device, "mode": spec.mode, "compile": spec.compile,
+             "precision": spec.precision, "batch": spec.batch, "max_tokens": spec.max_tokens,
+             "warmup": spec.warmup, "repeats": spec.repeats}))
+
     # -- running --
     def spec(self, trust: bool = False) -> RunSpec:
         return RunSpec(file=self.archive or "", device=self.device.currentData() or "cpu",
@@ -316,6 +346,7 @@ class RunPanel(QWidget):
             self._show_error(str(exc), "")
             return False
         self._clear_message()
+        self._remember(spec)
         label = run_label(spec)
         same = sum(1 for r in self.records if r.label.split("  #")[0] == label)
         if same:

@@ -120,3 +120,14 @@ def test_bad_target_is_refused_before_running(qtbot, audited):
     audit.target.lineEdit().editingFinished.emit()
     assert "did you mean cuda" in audit.status.text()
     assert not audit.retarget_button.isEnabled()
+
+
+def test_target_choice_is_remembered(qtbot, audited):
+    from inspector.ui.audit_panel import AuditPanel
+
+    _window, audit = audited
+    audit.set_target("meta")
+    again = AuditPanel()
+    qtbot.addWidget(again)
+    assert again.target_device() == "meta"
+    again.shutdown()

@@ -171,6 +171,10 @@ def test_torch_error_is_shown_with_its_suggested_fix(qtbot, panel, out_dir):
     qtbot.waitUntil(lambda: not panel.runner.is_running(), timeout=5000)
     assert list(out_dir.iterdir()) == []
     assert panel.export_button.isEnabled()
+    # The last options come back in the next session (QSettings, a temp file in tests).
+    again = ExportPanel()
+    qtbot.addWidget(again)
+    assert again.spec() == panel.spec() and again.output.text() == panel.output.text()
 
 
 def test_refuses_to_overwrite_the_archive_in_the_current_tab(no_leaks, window, toy_tab,

@@ -125,6 +125,9 @@ def test_archive_without_the_two_programs_is_a_clear_error(qtbot, panel, small_a
     text = panel.status.text()
     assert text.startswith("Run failed:") and "encoder" in text, text
     assert not panel.records  # a run with no samples leaves no empty legend entry
+    again = RunPanel()  # the last options come back
+    qtbot.addWidget(again)
+    assert again.max_tokens.value() == 2 and again.warmup.value() == 0
     assert panel.details_button.isVisibleTo(panel) or panel.details.toPlainText()
 
 
