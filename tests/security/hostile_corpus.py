@@ -142,6 +142,35 @@ class Base:
         return self.top + rel
 
 
+def export_base_archive(path: Path) -> Path:
+    """A real archive that has every part a hostile file can abuse: parameters,
+    a buffer, a lifted tensor constant, a dynamic dim (symbolic sizes and a range
+    constraint), a baked device literal, a torch.cond subgraph, sample inputs."""
+    import torch
+
+    class Base(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 3)
+            self.register_buffer("buf", torch.ones(3))
+            self.const = torch.arange(3.0)  # lifted as a tensor constant
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = self.lin(x) + self.buf + self.const
+            y = y + torch.arange(x.shape[0], device="cpu").unsqueeze(1)
+            return torch.cond(y.sum() > 0, lambda a: a.cos(), lambda a: a.sin(), (y,))
+
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "tensor constant lifted" is the point here
+        ep = torch.export.export(
+            Base(), (torch.randn(5, 4),),
+            dynamic_shapes={"x": {0: torch.export.Dim("b", min=2, max=64)}})
+    torch.export.save(ep, path)
+    return path
+
+
 @dataclass(frozen=True)
 class Case:
     name: str
