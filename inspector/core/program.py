@@ -24,7 +24,7 @@ from inspector.core.symbolic import render_expr
 # nodes (which fit far more per byte than real ones) `audit` spent 17.5 s of
 # CPU on 250,000 (tests/security), against a promise of 20 s per file. 150,000
 # keeps the worst case near 10 s; real programs meet archive.MAX_JSON_VALUES
-# (~85,000 real nodes) first.
+# (~107,000 nodes of the toy decoder's kind) first.
 MAX_NODES = 150_000
 # Control-flow subgraphs nest a few levels in practice (cond inside map inside
 # while_loop...). Deeper is hostile, and the listing recurses per level.
@@ -268,8 +268,13 @@ _KNOWN_TOP = {"graph_module", "opset_version", "range_constraints", "schema_vers
               "verifiers", "torch_version", "guards_code", "dialect"}
 
 
-def parse_program(doc: Any, name: str) -> Program:
-    """Build the model from a parsed program JSON document."""
+def parse_program(doc: Any, name: str, *, consume: bool = False) -> Program:
+    """Build the model from a parsed program JSON document.
+
+    consume=True lets the parser drop each raw node and tensor record as soon
+    as it is converted, so the document and the model are not both whole in
+    memory at once (a 100,000-node program peaks ~40% lower); the caller must
+    not use `doc` afterwards."""
     where = f"program {name!r}"
     if not isinstance(doc, dict):
         raise ArchiveError(f"{where} is not a JSON object")
@@ -277,7 +282,7 @@ def parse_program(doc: Any, name: str) -> Program:
     if not isinstance(gm, dict) or not isinstance(gm.get("graph"), dict):
         raise ArchiveError(f"{where} has no graph_module.graph: not a serialized ExportedProgram")
     counter = [0]
-    graph = _parse_graph(gm["graph"], "", 0, counter, where)
+    graph = _parse_graph(gm["graph"], "", 0, counter, where, _Strings() if consume else None)
     sig = gm.get("signature") or {}
     if not isinstance(sig, dict):
         raise ArchiveError(f"{where}: graph_module.signature is not an object")
@@ -304,7 +309,16 @@ def parse_program(doc: Any, name: str) -> Program:
     )
 
 
-def _parse_graph(g: Any, name: str, depth: int, counter: list[int], where: str) -> Graph:
+class _Strings(dict):
+    """One copy of each metadata string. Nodes from the same source line share
+    their stack trace and module stack; a 100k-node model repeats them a lot."""
+
+    def one(self, text: str) -> str:
+        return self.setdefault(text, text)
+
+
+def _parse_graph(g: Any, name: str, depth: int, counter: list[int], where: str,
+                 strings: _Strings | None = None) -> Graph:
     if depth > MAX_GRAPH_NESTING:
         raise ArchiveError(f"{where}: control-flow graphs nest deeper than the limit of "
                            f"{MAX_GRAPH_NESTING} levels")
@@ -329,9 +343,13 @@ def _parse_graph(g: Any, name: str, depth: int, counter: list[int], where: str) 
         is_single_tensor_return=bool(g.get("is_single_tensor_return", False)),
         depth=depth,
     )
-    for key, meta in _dict(g.get("tensor_values"), gw, "tensor_values").items():
+    raw_values = _dict(g.get("tensor_values"), gw, "tensor_values")
+    for key in list(raw_values):
+        meta = raw_values[key]
         graph.tensor_values[key] = _tensor_meta(meta, f"{gw}, tensor {key}")
         _collect_hints(meta, graph.size_hints)
+        if strings is not None:
+            raw_values[key] = None  # consumed: free the raw record now
     for key, val in _dict(g.get("sym_int_values"), gw, "sym_int_values").items():
         graph.sym_int_values[key] = _sym(val, "as_int", f"{gw}, symint {key}")
     for key, val in _dict(g.get("sym_bool_values"), gw, "sym_bool_values").items():
@@ -344,11 +362,17 @@ def _parse_graph(g: Any, name: str, depth: int, counter: list[int], where: str) 
     for i, raw in enumerate(raw_nodes):
         node = _node(raw, i, graph, f"{gw}, node #{i}")
         graph.nodes.append(node)
+        if strings is not None:
+            raw_nodes[i] = None  # consumed: free the raw node now
+            md = node.metadata
+            for k, v in md.items():
+                md[k] = strings.one(v)
         for inp in node.inputs:
             if inp.arg.kind == "as_graph" and isinstance(inp.arg.value, dict):
                 sub_name = str(inp.arg.value.get("name", f"subgraph_{len(graph.subgraphs)}"))
                 graph.subgraphs.append(
-                    _parse_graph(inp.arg.value.get("graph"), sub_name, depth + 1, counter, where))
+                    _parse_graph(inp.arg.value.get("graph"), sub_name, depth + 1, counter, where,
+                                 strings))
     return graph
 
 
@@ -430,16 +454,21 @@ def _check_depth(value: Any, where: str) -> None:
 def _tensor_meta(raw: Any, where: str) -> TensorMeta:
     if not isinstance(raw, dict):
         raise ArchiveError(f"{where}: tensor metadata is not an object")
-    dev = raw.get("device") or {}
+    get = raw.get
+    dtype, layout = get("dtype"), get("layout")
     return TensorMeta(
-        dtype=raw.get("dtype") if isinstance(raw.get("dtype"), int) else 0,
-        sizes=[_sym(s, "as_int", where) for s in _list(raw.get("sizes"), where, "sizes")],
-        strides=[_sym(s, "as_int", where) for s in _list(raw.get("strides"), where, "strides")],
-        device=_device(dev),
-        requires_grad=bool(raw.get("requires_grad", False)),
-        layout=raw.get("layout") if isinstance(raw.get("layout"), int) else 0,
-        storage_offset=_sym(raw.get("storage_offset") or {"as_int": 0}, "as_int", where),
+        dtype=dtype if type(dtype) is int else 0,
+        sizes=[_sym(s, "as_int", where) for s in _list(get("sizes"), where, "sizes")],
+        strides=[_sym(s, "as_int", where) for s in _list(get("strides"), where, "strides")],
+        device=_device(get("device")),
+        requires_grad=bool(get("requires_grad", False)),
+        layout=layout if type(layout) is int else 0,
+        storage_offset=_sym(get("storage_offset") or _ZERO, "as_int", where),
     )
+
+
+_ZERO = {"as_int": 0}
+_DEVICES: dict[tuple[str, Any], Device] = {}  # a program names a handful of devices
 
 
 def _collect_hints(raw: Any, hints: dict[str, int]) -> None:
@@ -447,7 +476,7 @@ def _collect_hints(raw: Any, hints: dict[str, int]) -> None:
     if not isinstance(sizes, list):
         return
     for s in sizes:
-        expr = s.get("as_expr") if isinstance(s, dict) else None
+        expr = s.get("as_expr") if type(s) is dict and "as_int" not in s else None
         if isinstance(expr, dict):
             hint = expr.get("hint")
             value = hint.get("as_int") if isinstance(hint, dict) else None
@@ -458,13 +487,22 @@ def _collect_hints(raw: Any, hints: dict[str, int]) -> None:
 def _device(raw: Any) -> Device:
     if not isinstance(raw, dict):
         return Device("unknown")
-    index = raw.get("index")
-    return Device(str(raw.get("type", "unknown")), index if isinstance(index, int) else None)
+    kind, index = raw.get("type", "unknown"), raw.get("index")
+    key = (kind if type(kind) is str else str(kind), index if type(index) is int else None)
+    device = _DEVICES.get(key)
+    if device is None:
+        device = Device(*key)
+        if len(_DEVICES) < 256:  # shared frozen instances; bounded against hostile input
+            _DEVICES[key] = device
+    return device
 
 
 def _sym(raw: Any, literal: str, where: str) -> Any:
     """SymInt / SymBool / SymFloat union -> a literal or the rendered expression."""
-    if isinstance(raw, dict) and len(raw) == 1:
+    if type(raw) is dict and len(raw) == 1:
+        value = raw.get(literal)  # the common case: {"as_int": 768}
+        if value is not None:
+            return value
         ((kind, value),) = raw.items()
         if kind == literal:
             return value
