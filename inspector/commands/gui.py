@@ -1,7 +1,8 @@
 """Default command: open the window (Qt imported only here).
 
 `--screenshot PNG [FILE]` renders the window offscreen once every archive has
-been read, writes the PNG and exits 0 (docs, tests, CI).
+been read, writes the PNG and exits 0 (docs, tests, CI); an archive that cannot
+be read gives the usual `error: ...` line and exit 2, and no PNG.
 """
 
 from __future__ import annotations
@@ -77,7 +78,12 @@ def _screenshot(app, window, files: list[Path], out: Path) -> int:
     for _ in range(5):
         app.processEvents()
     if window.last_error is not None:
+        # an archive that cannot be read: the CLI contract (one error line,
+        # exit 2, nothing written), not a picture of the error dialog
+        message = window.last_error.text()
         window.last_error.close()
+        window.close()
+        raise InspectorError(message.replace("\n", " "))
     tab = window.current_tab()
     if tab is not None and tab.search.text() == "" and tab.view is not None:
         # a meaningful first screen: the baked devices, like a user's first search
