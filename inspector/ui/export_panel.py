@@ -450,6 +450,9 @@ class ExportPanel(QWidget):
         self.progress.setValue(1000)
         self.progress.setFormat("done")
         self._show_comparison(self._before, path)
+        # The new archive is about to be the current tab: offer a fresh name for the
+        # next export instead of one that would overwrite it.
+        self.output.setText(str(next_free(Path(path))))
         if self.window is not None and hasattr(self.window, "open_archive"):
             self.window.open_archive(path)
         self.archive_exported.emit(path, event)
@@ -538,6 +541,18 @@ def check_output(text: str) -> Path:
     if not text:
         raise ExportSpecError("choose an output file (.pt2)")
     return job_check(Path(text).expanduser())
+
+
+def next_free(path: Path) -> Path:
+    """toy-tiny.pt2 -> toy-tiny-2.pt2 (or -3, ...): the first name not taken."""
+    stem = path.stem
+    head, _, tail = stem.rpartition("-")
+    base, n = (head, int(tail)) if head and tail.isdigit() else (stem, 1)
+    while True:
+        n += 1
+        candidate = path.with_name(f"{base}-{n}{path.suffix}")
+        if not candidate.exists():
+            return candidate
 
 
 def _same_file(a: Path, b: str) -> bool:

@@ -118,6 +118,7 @@ def test_real_tiny_export_from_the_panel_opens_a_new_tab(qtbot, no_leaks, window
     qtbot.waitUntil(lambda: window.tabs.count() == 2
                     and window.current_archive_path() == str(out.resolve()), timeout=60000)
     qtbot.waitUntil(lambda: not panel.runner.is_running(), timeout=5000)
+    assert panel.output.text() == str(out_dir / "toy-tiny-2.pt2")  # never the open tab
     assert panel.export_button.isEnabled() and not panel.cancel_button.isEnabled()
     # Compared with the archive that was open (the default export: batch 1:64, seq 2:256).
     qtbot.waitUntil(lambda: panel.compare_box.isVisibleTo(panel), timeout=30000)
