@@ -51,6 +51,29 @@ def _command_parser(command) -> argparse.ArgumentParser:
     return parser
 
 
+# Terminal control characters other than newline and tab. Names, paths and
+# stack traces come from the file: printed raw, an escape sequence could
+# retitle the terminal or (OSC 52) write the clipboard.
+_CONTROLS = [c for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c not in (0x09, 0x0A)]
+# Text output shows them as visible escapes; JSON output as \u escapes, which
+# keep the data identical (they can only occur inside JSON strings there).
+_TEXT_ESCAPES = {c: f"\\x{c:02x}" for c in _CONTROLS}
+_JSON_ESCAPES = {c: f"\\u{c:04x}" for c in _CONTROLS}
+
+
+class _SafeStream:
+    """stdout for commands that print what a file says."""
+
+    def __init__(self, stream, table: dict[int, str]) -> None:
+        self._stream, self._table = stream, table
+
+    def write(self, text: str) -> int:
+        return self._stream.write(text.translate(self._table))
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     by_name = {c.NAME: c for c in COMMANDS}
@@ -58,17 +81,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = by_name[argv[0]]
         args = _command_parser(command).parse_args(argv[1:])
         runner = command.run
+        table = _JSON_ESCAPES if getattr(args, "json", False) else _TEXT_ESCAPES
     else:
         args = _gui_parser().parse_args(argv)
         from inspector.commands import gui  # Qt is imported only on this path
 
         runner = gui.run
+        table = _TEXT_ESCAPES
+    stdout = sys.stdout
+    sys.stdout = _SafeStream(stdout, table)  # type: ignore[assignment]
     try:
         return runner(args)
     except InspectorError as exc:
         if args.debug:
             traceback.print_exc()
-        sys.stderr.write(f"error: {exc}\n")
+        sys.stderr.write(f"error: {str(exc).translate(_TEXT_ESCAPES)}\n")
         return EXIT_USAGE
     except KeyboardInterrupt:
         sys.stderr.write("error: interrupted (Ctrl+C); nothing was written\n")
@@ -82,10 +109,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         else:
             sys.stderr.write(
-                f"error: internal error: {type(exc).__name__}: {exc} "
+                f"error: internal error: {type(exc).__name__}: {str(exc).translate(_TEXT_ESCAPES)} "
                 "(run again with --debug for the traceback, and please report it)\n"
             )
         return EXIT_USAGE
+    finally:
+        sys.stdout = stdout
 
 
 if __name__ == "__main__":

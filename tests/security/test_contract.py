@@ -114,12 +114,10 @@ def test_corpus_covers_the_issue() -> None:
     assert {c.expect for c in CASES} == {OK, ERROR, EITHER}
 
 
-# Names and versions from the file reach stdout as they are: a program named
-# "\x1b]0;pwned\x07" retitles the terminal, and OSC 52 sequences can write the
-# clipboard on some terminals. Not yet handled (the fix belongs where commands
-# write: escape C0/C1 controls other than \n and \t); strict, so the fix turns
-# this into a failure that asks for the marker's removal.
-@pytest.mark.xfail(strict=True, reason="stdout carries terminal control sequences from the file")
+# Names and versions come from the file: printed raw, a program named
+# "\x1b]0;pwned\x07" would retitle the terminal, and OSC 52 sequences can write
+# the clipboard on some terminals. inspector/cli.py escapes C0/C1 controls other
+# than \n and \t on stdout and in the error line.
 @pytest.mark.parametrize("name", ["format-weird-program-names", "format-schema-version-future"])
 def test_no_terminal_controls_on_stdout(name: str, base: Base, tmp_path: Path) -> None:
     from hostile_corpus import by_name

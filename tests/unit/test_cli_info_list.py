@@ -100,3 +100,41 @@ def test_info_and_list_never_import_torch(small_archive: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "False"
+
+
+def test_terminal_controls_from_the_file_are_escaped() -> None:
+    """What a file says reaches stdout without live escape sequences; JSON keeps
+    the data (as \\u escapes)."""
+    import io
+    import json as jsonlib
+    from contextlib import redirect_stdout
+
+    from inspector import cli
+
+    class Echo:
+        NAME, HELP = "echo-test", ""
+
+        @staticmethod
+        def add_arguments(parser) -> None:
+            parser.add_argument("--json", action="store_true")
+
+        @staticmethod
+        def run(args) -> int:
+            text = "prog\x1b]0;pwned\x07\x9b"
+            print(jsonlib.dumps({"name": text}, ensure_ascii=False) if args.json else text)
+            return 0
+
+    original = cli.COMMANDS
+    cli.COMMANDS = (*original, Echo)
+    try:
+        out = io.StringIO()
+        with redirect_stdout(out):
+            assert cli.main(["echo-test"]) == 0
+        assert "\x1b" not in out.getvalue() and "\\x1b]0;pwned\\x07\\x9b" in out.getvalue()
+        out = io.StringIO()
+        with redirect_stdout(out):
+            assert cli.main(["echo-test", "--json"]) == 0
+        assert jsonlib.loads(out.getvalue()) == {"name": "prog\x1b]0;pwned\x07\x9b"}
+        assert "\x1b" not in out.getvalue()
+    finally:
+        cli.COMMANDS = original
