@@ -169,8 +169,12 @@ class ListingView(QAbstractScrollArea):
         bar = self.horizontalScrollBar()
         width = self.viewport().width() - self._gutter - 8
         x0, x1 = start * self._cw, end * self._cw
-        if x0 < bar.value() or x1 > bar.value() + width:
+        if x0 < bar.value():
             bar.setValue(int(max(0.0, x0 - width / 3)))
+        elif x1 > bar.value() + width:
+            # scroll just enough: keep as much of the line's start (the value
+            # name and its type) in view as the match allows
+            bar.setValue(int(max(0.0, min(x0, x1 - width + 4 * self._cw))))
 
     def first_visible_line(self) -> int:
         return self.verticalScrollBar().value()
