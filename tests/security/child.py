@@ -39,6 +39,7 @@ class ChildResult:
     rc: int
     stdout_size: int
     stdout_head: bytes
+    stdout_escapes: bool  # ESC or BEL anywhere on stdout (terminal control sequences)
     stderr: bytes
     seconds: float  # wall clock
     cpu_seconds: float  # user + system: what the file costs, whatever else runs
@@ -81,7 +82,11 @@ def run_inspector(args: list[str], *, timeout: float, cwd: Path) -> ChildResult:
         size = out.tell()
         out.seek(0)
         head = out.read(4096)
+        out.seek(0)
+        escapes = False
+        while chunk := out.read(1 << 20):
+            escapes = escapes or b"\x1b" in chunk or b"\x07" in chunk
         err.seek(0)
         stderr = err.read()
-    return ChildResult(args, proc.returncode, size, head, stderr, seconds,
+    return ChildResult(args, proc.returncode, size, head, escapes, stderr, seconds,
                        usage["cpu"], usage["maxrss_kb"] / 1024, killed.is_set())

@@ -40,6 +40,7 @@ def _check_child(case: Case, res: ChildResult, marker: Path) -> None:
     assert res.max_rss_mb < MEMORY_MB, f"over {MEMORY_MB:.0f} MB: {what}"
     assert not marker.exists(), f"the file ran code (marker created): {what}"
     assert b"Traceback" not in res.stderr and b"Traceback" not in res.stdout_head, what
+    assert not res.stdout_escapes, f"terminal control sequence on stdout: {what}"
     assert res.rc in (0, 1, 2), what
     if res.rc == 2:
         lines = res.stderr.decode("utf-8", "replace").splitlines()
@@ -125,4 +126,4 @@ def test_no_terminal_controls_on_stdout(name: str, base: Base, tmp_path: Path) -
     path, _ = by_name(name).make(base, tmp_path)
     for command in COMMANDS:
         res = run_inspector([command, str(path)], timeout=WALL_KILL_S, cwd=tmp_path)
-        assert b"\x1b" not in res.stdout_head, f"{name}: {command} printed an escape sequence"
+        assert not res.stdout_escapes, f"{name}: {command} printed a terminal control sequence"
