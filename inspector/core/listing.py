@@ -437,7 +437,8 @@ def _arg_text(arg: Argument) -> str:
     if kind == "as_floats":
         return "[" + ", ".join(_float_text(v) for v in value) + "]" if isinstance(value, list) else repr(value)
     if kind == "as_tensors":
-        return "[" + ", ".join(str(v.get("name")) for v in value if isinstance(v, dict)) + "]"
+        return "[" + ", ".join(str(v.get("name")) for v in value if isinstance(v, dict)) + "]" \
+            if isinstance(value, list) else repr(value)  # null from a damaged file (fuzz)
     if kind in ("as_sym_int", "as_sym_bool", "as_sym_float"):
         return _sym_text(value, kind)
     if kind in ("as_sym_ints", "as_sym_bools", "as_sym_floats"):
