@@ -813,6 +813,44 @@ def _(base, marker, work):
     return base.with_program(walk(base.json()))
 
 
+@case("json-argument-values-of-other-types", "json", EITHER)
+def _(base, marker, work):
+    # Every argument keeps its kind but holds null / a string / a number (the
+    # fuzzer found `as_tensors: null` crashing the listing).
+    doc = base.json()
+    swaps = [None, "x", 7, {"name": None}, [None]]
+    i = 0
+    for graph_args in (_walk_program(doc)["inputs"], _walk_program(doc)["outputs"]):
+        for arg in graph_args:
+            for kind in arg:
+                arg[kind] = swaps[i % len(swaps)]
+                i += 1
+    for node in _walk_program(doc)["nodes"]:
+        for inp in node["inputs"]:
+            for kind in inp["arg"]:
+                if kind != "as_graph":
+                    inp["arg"][kind] = swaps[i % len(swaps)]
+                    i += 1
+        for out in node["outputs"]:
+            for kind in out:
+                out[kind] = swaps[i % len(swaps)]
+                i += 1
+    return base.with_program(doc)
+
+
+@case("json-argument-nulls", "json", EITHER)
+def _(base, marker, work):
+    doc = base.json()
+    for node in _walk_program(doc)["nodes"]:
+        for inp in node["inputs"]:
+            for kind in inp["arg"]:
+                inp["arg"][kind] = None
+        for out in node["outputs"]:
+            for kind in out:
+                out[kind] = None
+    return base.with_program(doc)
+
+
 @case("json-missing-graph-module", "json", ERROR, match="graph_module")
 def _(base, marker, work):
     doc = base.json()
