@@ -84,6 +84,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     emitter = Emitter(_events_stream())
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
+    if hasattr(signal, "pthread_sigmask"):
+        # the CLI parent holds SIGINT while it starts us, and a signal mask is
+        # inherited across exec: take SIGINT again
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     try:
         _die_with_parent()
         if not argv or argv[0] not in JOBS:

@@ -78,8 +78,13 @@ class Job:
             start_new_session=True,
         )
         self.pid = self.proc.pid
-        self._reader = threading.Thread(target=self._drain_stderr, daemon=True)
-        self._reader.start()
+        try:
+            self._reader = threading.Thread(target=self._drain_stderr, daemon=True)
+            self._reader.start()
+        except BaseException:  # never leave a child running that nobody holds
+            self.proc.kill()
+            self.proc.wait()
+            raise
 
     def _drain_stderr(self) -> None:
         assert self.proc.stderr is not None
@@ -129,17 +134,39 @@ class Job:
         self.cancel()
 
 
+def _hold_sigint() -> bool:
+    """Block SIGINT in this thread (main thread of a CLI only); True if blocked."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        return False
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    return True
+
+
+def _release_sigint(held: bool) -> None:
+    if held:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def run_job(job: str, args: Sequence[str] = (), *,
             on_event: Callable[[dict[str, Any]], None] | None = None,
             on_start: Callable[[Job], None] | None = None,
             env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run a job to the end; return its result event, raise JobError on its error
     event. On KeyboardInterrupt the child is cancelled before the exception goes on."""
-    child = Job(job, args, env=env)
-    if on_start:
-        on_start(child)
+    # A Ctrl+C while the child is being started would otherwise land between
+    # fork and `child = ...`, leaving a running child nobody cancels: hold SIGINT
+    # until the child is ours, then let it through inside the try below.
+    held = _hold_sigint()
+    try:
+        child = Job(job, args, env=env)
+    except BaseException:
+        _release_sigint(held)
+        raise
     result: dict[str, Any] | None = None
     try:
+        if on_start:
+            on_start(child)
+        _release_sigint(held)  # a Ctrl+C held meanwhile is raised here
         for event in child.events():
             if on_event:
                 on_event(event)

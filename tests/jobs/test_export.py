@@ -200,7 +200,7 @@ def test_cli_ctrl_c_cancels_the_child_and_writes_nothing(tmp_path):
         time.sleep(0.05)  # polling for the child to exist, not waiting for work
     assert kids, "the CLI never started its export child"
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=10)
+    out, err = proc.communicate(timeout=30)  # slack for a loaded CI machine
     assert proc.returncode == 130
     assert err.strip().splitlines()[-1] == "error: interrupted (Ctrl+C); nothing was written"
     assert not Path(f"/proc/{kids[0]}").exists() or "Z" in Path(
