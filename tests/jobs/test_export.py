@@ -189,9 +189,12 @@ def test_export_without_output_folder_is_a_clear_error(tmp_path):
 def test_cli_ctrl_c_cancels_the_child_and_writes_nothing(tmp_path):
     import signal
 
+    # A shell starts background jobs with SIGINT ignored, and Python then keeps
+    # it ignored: give the CLI the terminal's default, as a user's Ctrl+C meets it.
     proc = subprocess.Popen([sys.executable, "-m", "inspector", "export", "-o", "out.pt2"],
                             cwd=tmp_path, env=child_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
     deadline = time.monotonic() + 60
     kids: list[str] = []
