@@ -22,11 +22,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from inspector.core.dtypes import DTYPE_REPR, LAYOUT_NAMES, MEMORY_FORMAT_NAMES
 from inspector.core.frames import summary_frame
 from inspector.core.program import (
     KEYWORD,
-    LAYOUT_NAMES,
-    MEMORY_FORMAT_NAMES,
     POSITIONAL,
     Argument,
     Graph,
@@ -47,15 +46,6 @@ _MAGIC = {
     "xor": "{} ^ {}", "getitem": "{}[{}]", "matmul": "{} @ {}", "eq": "{} == {}",
     "ne": "{} != {}", "lt": "{} < {}", "gt": "{} > {}", "le": "{} <= {}", "ge": "{} >= {}",
     "pos": "+{}", "neg": "-{}", "invert": "~{}",
-}
-# torch's serializer writes dtypes as ScalarType numbers.
-_DTYPE_REPR = {
-    1: "torch.uint8", 2: "torch.int8", 3: "torch.int16", 4: "torch.int32", 5: "torch.int64",
-    6: "torch.float16", 7: "torch.float32", 8: "torch.float64", 9: "torch.complex32",
-    10: "torch.complex64", 11: "torch.complex128", 12: "torch.bool", 13: "torch.bfloat16",
-    28: "torch.uint16", 29: "torch.float8_e4m3fn", 30: "torch.float8_e5m2",
-    31: "torch.float8_e4m3fnuz", 32: "torch.float8_e5m2fnuz", 33: "torch.float8_e8m0fnu",
-    34: "torch.uint32", 35: "torch.uint64",
 }
 _SPARSE_LAYOUTS = {2, 3}  # FX gives sparse csr/csc tensors no annotation
 _SNAKE = re.compile(r"(?<=[a-z])([A-Z])")  # torch.fx.graph._snake_case
@@ -444,7 +434,7 @@ def _arg_text(arg: Argument) -> str:
     if kind in ("as_sym_ints", "as_sym_bools", "as_sym_floats"):
         return "[" + ", ".join(_sym_text(v, kind) for v in value) + "]" if isinstance(value, list) else repr(value)
     if kind == "as_scalar_type":
-        return _DTYPE_REPR.get(value, f"torch.dtype({value})")
+        return DTYPE_REPR.get(value, f"torch.dtype({value})")
     if kind == "as_memory_format":
         return f"torch.{MEMORY_FORMAT_NAMES.get(value, value)}"
     if kind == "as_layout":

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inspector.core.errors import ArchiveError
+from inspector.core.dtypes import DTYPE_ABBRS, DTYPE_ITEMSIZE, DTYPE_NAMES
 from inspector.core.symbolic import render_expr
 
 # A 100,000-node program (about 180 MB of JSON with real metadata) is the
@@ -36,28 +37,6 @@ MAX_GRAPH_NESTING = 32
 MAX_ARGUMENT_DEPTH = 32
 # Highest schema major version whose meaning we know (torch 2.13 writes 8.20).
 KNOWN_SCHEMA_MAJOR = 8
-
-DTYPE_ABBRS = {
-    0: "unknown", 1: "u8", 2: "i8", 3: "i16", 4: "i32", 5: "i64", 6: "f16", 7: "f32",
-    8: "f64", 9: "c32", 10: "c64", 11: "c128", 12: "b8", 13: "bf16", 28: "u16",
-    29: "f8e4m3fn", 30: "f8e5m2", 31: "f8e4m3fnuz", 32: "f8e5m2fnuz", 33: "f8e8m0fnu",
-    34: "u32", 35: "u64",
-}
-DTYPE_NAMES = {
-    0: "unknown", 1: "uint8", 2: "int8", 3: "int16", 4: "int32", 5: "int64", 6: "float16",
-    7: "float32", 8: "float64", 9: "complex32", 10: "complex64", 11: "complex128",
-    12: "bool", 13: "bfloat16", 28: "uint16", 29: "float8_e4m3fn", 30: "float8_e5m2",
-    31: "float8_e4m3fnuz", 32: "float8_e5m2fnuz", 33: "float8_e8m0fnu", 34: "uint32",
-    35: "uint64",
-}
-DTYPE_ITEMSIZE = {
-    1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 2, 7: 4, 8: 8, 9: 4, 10: 8, 11: 16, 12: 1, 13: 2,
-    28: 2, 29: 1, 30: 1, 31: 1, 32: 1, 33: 1, 34: 4, 35: 8,
-}
-LAYOUT_NAMES = {0: "unknown", 1: "sparse_coo", 2: "sparse_csr", 3: "sparse_csc",
-                4: "sparse_bsr", 5: "sparse_bsc", 6: "_mkldnn", 7: "strided"}
-MEMORY_FORMAT_NAMES = {0: "unknown", 1: "contiguous_format", 2: "channels_last",
-                       3: "channels_last_3d", 4: "preserve_format"}
 
 POSITIONAL = 1
 KEYWORD = 2
@@ -282,7 +261,7 @@ def parse_program(doc: Any, name: str, *, consume: bool = False) -> Program:
     if not isinstance(gm, dict) or not isinstance(gm.get("graph"), dict):
         raise ArchiveError(f"{where} has no graph_module.graph: not a serialized ExportedProgram")
     counter = [0]
-    graph = _parse_graph(gm["graph"], "", 0, counter, where, _Strings() if consume else None)
+    graph = _parse_graph(gm["graph"], "", 0, counter, where, {} if consume else None)
     sig = gm.get("signature") or {}
     if not isinstance(sig, dict):
         raise ArchiveError(f"{where}: graph_module.signature is not an object")
@@ -309,16 +288,8 @@ def parse_program(doc: Any, name: str, *, consume: bool = False) -> Program:
     )
 
 
-class _Strings(dict):
-    """One copy of each metadata string. Nodes from the same source line share
-    their stack trace and module stack; a 100k-node model repeats them a lot."""
-
-    def one(self, text: str) -> str:
-        return self.setdefault(text, text)
-
-
 def _parse_graph(g: Any, name: str, depth: int, counter: list[int], where: str,
-                 strings: _Strings | None = None) -> Graph:
+                 strings: dict[str, str] | None = None) -> Graph:
     if depth > MAX_GRAPH_NESTING:
         raise ArchiveError(f"{where}: control-flow graphs nest deeper than the limit of "
                            f"{MAX_GRAPH_NESTING} levels")
@@ -364,9 +335,11 @@ def _parse_graph(g: Any, name: str, depth: int, counter: list[int], where: str,
         graph.nodes.append(node)
         if strings is not None:
             raw_nodes[i] = None  # consumed: free the raw node now
+            # one copy of each metadata string: nodes of one source line share
+            # their stack trace and module stack, and big models repeat them
             md = node.metadata
             for k, v in md.items():
-                md[k] = strings.one(v)
+                md[k] = strings.setdefault(v, v)
         for inp in node.inputs:
             if inp.arg.kind == "as_graph" and isinstance(inp.arg.value, dict):
                 sub_name = str(inp.arg.value.get("name", f"subgraph_{len(graph.subgraphs)}"))

@@ -23,7 +23,8 @@ from inspector.core.archive import Archive, open_archive
 from inspector.core.errors import InspectorError
 from inspector.core.frames import parse_module_stack
 from inspector.core.listing import CLASS, RETURN, Listing, render_listing
-from inspector.core.program import DTYPE_ITEMSIZE, DTYPE_NAMES, Node, Program
+from inspector.core.dtypes import DTYPE_ITEMSIZE, DTYPE_NAMES
+from inspector.core.program import Node, Program
 from inspector.core.search import SearchIndex
 
 
