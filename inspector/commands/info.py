@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from inspector.core.archive import open_archive
-from inspector.core.summary import archive_summary
+from inspector.core.summary import archive_summary, format_size
 
 NAME = "info"
 HELP = "describe an archive: programs, schema/torch versions, records, risk flags, dynamic ranges"
@@ -32,16 +32,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _size(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"
-
-
 def format_text(s: dict[str, Any]) -> str:
-    out = [f"{s['path']}  ({_size(s['size'])}, {s['layout']} archive"
+    out = [f"{s['path']}  ({format_size(s['size'])}, {s['layout']} archive"
            + (f" version {s['archive_version']}" if s["archive_version"] is not None else "")
            + (f", {s['byteorder']}-endian" if s["byteorder"] else "") + ")"]
     for p in s["programs"]:
@@ -68,7 +60,7 @@ def format_text(s: dict[str, Any]) -> str:
     out.append("")
     out.append(f"records: {len(s['records'])}")
     for kind, (count, size) in sorted(kinds.items()):
-        out.append(f"  {kind:<20} {count:>6}  {_size(size):>10}")
+        out.append(f"  {kind:<20} {count:>6}  {format_size(size):>10}")
     if risky:
         out.append("")
         out.append(f"risky records ({len(risky)}): torch.export.load would execute code from these")

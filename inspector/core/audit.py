@@ -31,6 +31,7 @@ from inspector.core.frames import (
     summary_frame,
 )
 from inspector.core.program import KNOWN_SCHEMA_MAJOR, Device, Node, Program, TensorMeta
+from inspector.core.summary import format_size
 
 if TYPE_CHECKING:
     from inspector.core.archive import Archive, Record
@@ -201,7 +202,7 @@ def audit_records(records: Iterable[Record], programs: set[str],
             sample = rec.kind == ar.SAMPLE_INPUTS
             findings.append(Finding(
                 RISKY_RECORD, INFO if sample else WARNING, program, None, None,
-                f"{rec.path} ({_size(rec.size)}): {rec.why or 'torch would execute code from it'}. "
+                f"{rec.path} ({format_size(rec.size)}): {rec.why or 'torch would execute code from it'}. "
                 "Loading this archive with torch.export.load runs that code; only load "
                 "archives from people you trust.",
                 None,
@@ -352,7 +353,7 @@ def _weight_devices(ctx: _Context, configs: dict[str, dict[str, Any]]) -> None:
     for (kind, dev), (count, nbytes) in sorted(groups.items()):
         device = _parse_device_text(dev)
         bad = ctx.differs(device)
-        msg = (f"{count} {labels[kind]} ({_size(nbytes)}) recorded on {dev}: "
+        msg = (f"{count} {labels[kind]} ({format_size(nbytes)}) recorded on {dev}: "
                f"torch.export.load puts them on {dev}")
         msg += (f", not on {ctx.target}; a run on {ctx.target} must move them first"
                 if bad else "")
@@ -381,7 +382,7 @@ def _lifted_constants(ctx: _Context) -> None:
     tv = program.graph.tensor_values
     for name, spec in wanted.items():
         meta = tv.get(name)
-        shape = f"{meta.annotation()}, {_size(meta.nbytes() or 0)}" if meta else "unknown size"
+        shape = f"{meta.annotation()}, {format_size(meta.nbytes() or 0)}" if meta else "unknown size"
         user = first_use.get(name)
         ctx.add(LIFTED_CONSTANT, INFO,
                 f"constant {spec.target or name} ({shape}) is frozen into the program: "
@@ -588,11 +589,3 @@ def _record_program(path: str, programs: set[str]) -> str | None:
         if candidate in programs:
             return candidate
     return None
-
-
-def _size(nbytes: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if nbytes < 1024 or unit == "GB":
-            return f"{nbytes:.0f} {unit}" if unit == "B" else f"{nbytes:.1f} {unit}"
-        nbytes /= 1024
-    return f"{nbytes} B"

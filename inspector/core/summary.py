@@ -9,6 +9,15 @@ from inspector.core.archive import Archive
 from inspector.core.program import Graph, Program
 
 
+def format_size(nbytes: float) -> str:
+    """`1.5 MB` style sizes for reports (info, audit)."""
+    for unit in ("B", "KB", "MB", "GB"):
+        if nbytes < 1024 or unit == "GB":
+            return f"{nbytes:.0f} {unit}" if unit == "B" else f"{nbytes:.1f} {unit}"
+        nbytes /= 1024
+    return f"{nbytes} B"
+
+
 def value_type(graph: Graph, name: str) -> str:
     """`f32[s77, 4]` for a tensor, `Sym(s77)` for a symbol, "" otherwise."""
     meta = graph.tensor_values.get(name)
