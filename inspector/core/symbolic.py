@@ -589,3 +589,62 @@ def symbols_in(srepr_text: str) -> list[str]:
                 walk(x)
     walk(tree)
     return found
+
+
+_RELATION_WORDS = {"Eq": "==", "Ne": "!="}
+
+
+def render_condition(text: str) -> str:
+    """A rendered condition as a person reads it: sympy prints equalities as
+    `Eq(s0, 2*s1)`; this gives `s0 == 2*s1` (also inside `&`/`|` chains).
+    Works on the printed text (already made safe by render_expr); never evaluates."""
+    parts = _split_top(text, " & ")
+    if len(parts) > 1:
+        return " & ".join(render_condition(_unwrap(p)) for p in parts)
+    parts = _split_top(text, " | ")
+    if len(parts) > 1:
+        return " | ".join(render_condition(_unwrap(p)) for p in parts)
+    head = text[:2]
+    if head in _RELATION_WORDS and text[2:3] == "(" and text.endswith(")") \
+            and _closing(text, 2) == len(text) - 1:
+        args = _split_top(text[3:-1], ", ")
+        if len(args) == 2:
+            return f"{args[0]} {_RELATION_WORDS[head]} {args[1]}"
+    return text
+
+
+def _closing(text: str, start: int) -> int:
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
+
+
+def _split_top(text: str, sep: str) -> list[str]:
+    """Split at `sep` outside parentheses."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        c = text[i]
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif depth == 0 and text.startswith(sep, i):
+            parts.append(text[start:i])
+            i += len(sep)
+            start = i
+            continue
+        i += 1
+    parts.append(text[start:])
+    return parts
+
+
+def _unwrap(text: str) -> str:
+    if text.startswith("(") and _closing(text, 0) == len(text) - 1:
+        return text[1:-1]
+    return text
