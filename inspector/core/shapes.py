@@ -48,7 +48,8 @@ class InputShape:
     name: str
     shape: list[str] | None  # None for a non-tensor input (int, float, object, None)
     dtype: str | None  # torch's name without the `torch.` prefix: int64, float32
-    kind: str  # tensor, sym_int, int, float, bool, none, string, object, ...
+    kind: str  # tensor, sym_int, sym_float, constant, custom_obj, ...
+    value: str | None = None  # a constant input's value, as Python prints it
 
 
 @dataclass(slots=True)
@@ -112,8 +113,8 @@ class ProgramShapes:
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
-            "inputs": [{"name": i.name, "shape": i.shape, "dtype": i.dtype, "kind": i.kind}
-                       for i in self.inputs],
+            "inputs": [{"name": i.name, "shape": i.shape, "dtype": i.dtype, "kind": i.kind,
+                        "value": i.value} for i in self.inputs],
             "symbols": {s.name: {"min": s.min, "max": s.max, "sources": s.sources,
                                  "assertions": s.assertions, "example": s.example,
                                  "defined_by": s.defined_by}
@@ -143,7 +144,7 @@ def program_shapes(program: Program, requested: dict[str, dict[int, str]] | None
     that the exporter asked to be dynamic (from the export job's record), used to
     flag the ones that came out constant."""
     graph = program.graph
-    inputs = [_input_shape(graph, spec.name) for spec in program.user_inputs()]
+    inputs = _inputs(program)
     sources: dict[str, list[str]] = {}
     for inp in inputs:
         for i, size in enumerate(inp.shape or ()):
@@ -165,17 +166,35 @@ def program_shapes(program: Program, requested: dict[str, dict[int, str]] | None
     )
 
 
-def _input_shape(graph: Graph, name: str) -> InputShape:
-    meta = graph.tensor_values.get(name)
-    if meta is not None:
-        return InputShape(name, [str(s) for s in meta.sizes], meta.dtype_name, "tensor")
-    kind = "object"
-    for arg in graph.inputs:
-        if name in arg.tensor_names() or (isinstance(arg.value, dict)
-                                          and arg.value.get("name") == name):
-            kind = arg.kind.removeprefix("as_")
-            break
-    return InputShape(name, None, None, kind)
+def _inputs(program: Program) -> list[InputShape]:
+    """User inputs in call order, constants (an int or bool the caller passed,
+    baked in by export) included, as torch's graph_signature.user_inputs lists them."""
+    graph = program.graph
+    out = []
+    for i, spec in enumerate(program.input_specs):
+        if spec.kind not in ("user_input", "constant_input"):
+            continue
+        arg = graph.inputs[i] if i < len(graph.inputs) else None
+        meta = graph.tensor_values.get(spec.name) if spec.kind == "user_input" else None
+        if meta is not None:
+            out.append(InputShape(spec.name, [str(s) for s in meta.sizes], meta.dtype_name,
+                                  "tensor"))
+        elif spec.kind == "constant_input":
+            out.append(InputShape(spec.name, None, None, "constant", _constant_text(arg)))
+        else:
+            kind = arg.kind.removeprefix("as_") if arg is not None else "unknown"
+            out.append(InputShape(spec.name, None, None, kind))
+    return out
+
+
+def _constant_text(arg: Any) -> str | None:
+    if arg is None:
+        return None
+    if arg.kind == "as_none":
+        return "None"
+    if arg.kind in ("as_int", "as_float", "as_bool", "as_string") and not isinstance(arg.value, (dict, list)):
+        return str(arg.value)
+    return None
 
 
 def _assertion(node: Node, graph: Graph) -> Assertion | None:
@@ -425,7 +444,8 @@ def format_text(shapes: list[ProgramShapes]) -> str:
         out.append("  inputs")
         width = max((len(i.name) for i in ps.inputs), default=0)
         for i in ps.inputs:
-            what = (f"{i.dtype}[{', '.join(i.shape)}]" if i.shape is not None else i.kind)
+            what = (f"{i.dtype}[{', '.join(i.shape)}]" if i.shape is not None else
+                    f"constant {i.value}" if i.kind == "constant" else i.kind)
             out.append(f"    {i.name:<{width}}  {what}")
         if ps.symbols:
             out.append("  symbols")

@@ -13,7 +13,6 @@ assertions, shared symbols). Everything is exported at test time with real torch
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -114,11 +113,12 @@ def _torch_programs(archive: Archive) -> dict[str, Any]:
 
 
 def _bound(value: Any) -> int | None:
+    if not getattr(value, "is_finite", True) or getattr(value, "is_infinite", False):
+        return None  # int_oo / -int_oo / oo
     try:
-        number = int(value)
-    except (TypeError, ValueError, OverflowError):
-        return None  # int_oo / -int_oo
-    return None if math.isinf(number) else number
+        return int(value)
+    except (TypeError, ValueError, OverflowError, AttributeError):
+        return None
 
 
 def torch_view(ep: Any) -> dict[str, Any]:
@@ -137,8 +137,10 @@ def torch_view(ep: Any) -> dict[str, Any]:
                            "dtype": str(val.dtype).removeprefix("torch.")})
             for i, s in enumerate(shape):
                 sources.setdefault(s, []).append(f"{name}.shape[{i}]")
-        else:
+        elif isinstance(name, str):  # a SymInt/SymFloat/object input keeps its name
             inputs.append({"name": name, "shape": None, "dtype": None})
+        else:  # a constant the caller passed: torch lists its value in place of a name
+            inputs.append({"value": str(name), "shape": None, "dtype": None})
     symbols = {str(sym): {"min": _bound(r.lower), "max": _bound(r.upper),
                           "sources": sources.get(str(sym), [])}
                for sym, r in ep.range_constraints.items()}
@@ -154,7 +156,8 @@ def ours_via_cli(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, An
 
 
 def _comparable(program: dict[str, Any]) -> dict[str, Any]:
-    return {"inputs": [{k: i[k] for k in ("name", "shape", "dtype")} for i in program["inputs"]],
+    return {"inputs": [{k: i[k] for k in (("value",) if i["kind"] == "constant" else ("name",))
+                        + ("shape", "dtype")} for i in program["inputs"]],
             "symbols": {n: {k: s[k] for k in ("min", "max", "sources")}
                         for n, s in program["symbols"].items()}}
 
@@ -182,7 +185,7 @@ def test_inputs_and_symbols_equal_torch(corpus: tuple[list[Archive], list[Skip]]
             symbols_seen += len(expected["symbols"])
             sources_seen += sum(len(s["sources"]) for s in expected["symbols"].values())
             expressions_seen += sum(1 for i in expected["inputs"] for s in i["shape"] or ()
-                                    if not s.isdigit() and s not in expected["symbols"])
+                                    if not s.isdigit() and not s.isidentifier())
     with capsys.disabled():
         print(f"\nshapes: {compared} programs compared with torch, {symbols_seen} symbols, "
               f"{sources_seen} sources, {expressions_seen} derived input sizes; "
@@ -216,8 +219,13 @@ def test_shared_symbol_lists_every_input_dim(corpus, capsys) -> None:
 def test_derived_input_sizes_are_listed_with_their_sources(corpus, capsys) -> None:
     p = _program(corpus, "shapes/derived_affine", capsys)
     x, y = p["inputs"]
-    (sym,) = p["symbols"]
+    # torch keys range_constraints by the derived expressions too, and the root
+    # symbol, which no input has as its exact size
+    (sym,) = [n for n, s in p["symbols"].items() if not s["sources"]]
+    assert (p["symbols"][sym]["min"], p["symbols"][sym]["max"]) == (3, 50)
     assert x["shape"][0] == f"2*{sym} + 1" and y["shape"][0] == f"2*{sym}"
+    assert p["symbols"][f"2*{sym} + 1"]["sources"] == ["x.shape[0]"]
+    assert (p["symbols"][f"2*{sym} + 1"]["min"], p["symbols"][f"2*{sym} + 1"]["max"]) == (7, 101)
     derived = {d["expr"]: d for d in p["derived"]}
     assert derived[f"2*{sym} + 1"]["sources"] == ["x.shape[0]"]
     assert derived[f"2*{sym} + 1"]["symbols"] == [sym]
