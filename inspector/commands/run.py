@@ -30,6 +30,10 @@ def run(args: argparse.Namespace) -> int:
     from inspector.jobs.spec import RunSpec
 
     spec = RunSpec.from_args(args)  # RunSpecError -> `error: ...`, exit 2
+    # defaults from the archive's ranges, and a refusal before the child starts
+    spec, notes = spec.fit_archive()
+    for note in notes:  # the child gets the fitted spec, so it has nothing to say again
+        sys.stderr.write(f"warning: {note}\n")
     bar = ProgressBar()
 
     def on_event(event: dict[str, Any]) -> None:

@@ -153,7 +153,12 @@ def program_shapes(program: Program, requested: dict[str, dict[int, str]] | None
                   if (a := _assertion(n, g)) is not None]
     defined = _unbacked_definitions(program)
     symbols: dict[str, Symbol] = {}
+    used = _used_names(program)
     for name, rng in program.range_constraints.items():
+        if not _appears(name, used):
+            # torch's deserializer drops ranges of symbols no graph value mentions
+            # (replaced during export); so do we, to show what torch.export.load shows
+            continue
         symbols[name] = Symbol(
             name=name, min=rng.min, max=rng.max, sources=sources.get(name, []),
             assertions=[a.condition for a in assertions if name in a.symbols],
@@ -164,6 +169,26 @@ def program_shapes(program: Program, requested: dict[str, dict[int, str]] | None
         guards=[Guard(code, readable_guard(code)) for code in program.guards_code],
         specialized=_specialized(inputs, requested or {}),
     )
+
+
+def _used_names(program: Program) -> tuple[set[str], list[str]]:
+    """(symbols, expressions) mentioned by any size, stride, offset or sym value."""
+    texts: set[str] = set()
+    for g in program.graphs():
+        for meta in g.tensor_values.values():
+            texts.update(x for x in (*meta.sizes, *meta.strides, meta.storage_offset)
+                         if isinstance(x, str))
+        for values in (g.sym_int_values, g.sym_bool_values, g.sym_float_values):
+            texts.update(v for v in values.values() if isinstance(v, str))
+    symbols = {m for t in texts for m in _SYMBOL.findall(t)}
+    return symbols, sorted(texts)
+
+
+def _appears(name: str, used: tuple[set[str], list[str]]) -> bool:
+    symbols, texts = used
+    if _SYMBOL.fullmatch(name):
+        return name in symbols
+    return any(name in t for t in texts)  # a derived key: an expression or part of one
 
 
 def _inputs(program: Program) -> list[InputShape]:

@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import time
 import traceback
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from inspector.core.errors import InspectorError
+from inspector.core.shapes import dynamic_dims_of_spec
 from inspector.jobs.protocol import Emitter
 from inspector.jobs.spec import (
     ExportSpec,
@@ -157,6 +159,11 @@ def describe(spec: ExportSpec, config: Any, programs: dict[str, Any], torch: Any
         "tokens": {"start": toy.START_TOKEN, "end": toy.END_TOKEN, "pad": toy.PAD_TOKEN,
                    "vocab": toy.VOCAB_SIZE, "max_length": toy.MAX_LENGTH},
         "range_constraints": {n: _ranges(ep) for n, ep in programs.items()},
+        # what dynamic_shapes asked for, per program and input ({dim: Dim name}), so
+        # the shapes view can flag a Dim that came out constant
+        "dynamic_shapes": {prog: {inp: {str(d): n for d, n in dims.items()}
+                                  for inp, dims in by_input.items()}
+                           for prog, by_input in dynamic_dims_of_spec(spec.to_json()).items()},
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
                      "python": platform.python_version()},
     }
@@ -205,7 +212,10 @@ def _export(torch: Any, module: Any, args: tuple[Any, ...], shapes: tuple[Any, .
     except Exception as exc:  # torch's own errors: keep its text, add what to do
         text = str(exc)
         if "Constraints violated" in text or "Suggested fixes" in text:
-            raise ExportFailed(_constraint_message(text), text + "\n\n" + traceback.format_exc()) from None
+            details = text + "\n\n" + traceback.format_exc()
+            message, report = explain_violation(torch, text, module, args, shapes, strict)
+            raise ExportFailed(message, details + (f"\n\ndraft_export found:\n{report}" if report
+                                                   else "")) from None
         if isinstance(exc, torch.OutOfMemoryError):
             raise ExportFailed("out of memory while exporting (try the tiny preset or "
                                "export on cpu)", traceback.format_exc()) from None
@@ -228,6 +238,101 @@ def _decompose(torch: Any, name: str, ep: Any) -> Any:
             f"{_first_line(str(exc))} (export without --decompose)",
             traceback.format_exc(),
         ) from None
+
+
+_SPECIALIZED = re.compile(r"You marked (\w+) as dynamic but your code specialized it to be a "
+                         r"constant \((-?\d+)\)")
+_NARROWED = re.compile(r"Not all values of (\w+) = .*? satisfy the generated guard (.*?)(?:\.|$)",
+                       re.M)
+
+
+def explain_violation(torch: Any, text: str, module: Any, args: tuple[Any, ...],
+                      shapes: tuple[Any, ...], strict: bool) -> tuple[str, str]:
+    """torch's "Constraints violated" text -> (our message, draft_export's findings).
+
+    Two causes, two fixes:
+    - an example size of 0 or 1 for a Dim: torch specializes such sizes before it
+      traces a single line, and its suggested fix (`batch = 1`) makes the Dim static.
+      The fix that keeps it dynamic is an example of 2 or more; the range may still
+      start at 1 (measured, tests/jobs/test_export_explains.py: the program exported
+      with batch 1:16 from an example of 2 runs batch 1 and seq_len 1, with the same
+      logits as eager), because torch's run-time check enforces only minimums above 2.
+    - the model's code pinned or narrowed the Dim: we run torch's draft_export to
+      find the source line that added the guard, and keep torch's suggested fix."""
+    examples = _example_sizes(args, shapes)
+    m = _SPECIALIZED.search(text)
+    if m and m.group(1) in examples and examples[m.group(1)] in (0, 1) \
+            and int(m.group(2)) == examples[m.group(1)]:
+        name, value = m.group(1), examples[m.group(1)]
+        msg = (f"torch.export rejected the Dim ranges: Constraints violated ({name})! The example "
+               f"{name} size is {value}, and torch makes a dim whose example size is 0 or 1 a "
+               f"constant before tracing any code, so {name} cannot stay dynamic. The exported "
+               f"program would still accept {name} {value} at run time when exported from a "
+               f"larger example (torch checks only minimums above 2 when it is called); "
+               f"Suggested fixes: an example {name} size of 2 or more, keeping the range "
+               f"(torch's own suggestion, {name} = {value}, would make {name} static)")
+        return msg, ""
+    frames = _draft_export_frames(torch, module, args, shapes, strict)
+    msg = _constraint_message(text)
+    where = ""
+    if frames:
+        first = frames[0]
+        where = f"{first['file']}:{first['line']}" + (f" ({first['code']})" if first["code"] else "")
+        head, sep, fixes = msg.partition("; Suggested fixes:")
+        what = "made it a constant" if m else "narrowed its range"
+        msg = f"{head}; the code that {what}: {where}{sep}{fixes}"
+    report = "\n".join(f"{f['expr']} at {f['file']}:{f['line']} in {f['function']}: {f['code']}"
+                       for f in frames)
+    return msg, report
+
+
+def _example_sizes(args: tuple[Any, ...], shapes: tuple[Any, ...]) -> dict[str, int]:
+    """Dim name -> the example size export traces it with."""
+    out: dict[str, int] = {}
+    for arg, spec in zip(args, shapes):
+        if not isinstance(spec, dict) or not hasattr(arg, "shape"):
+            continue
+        for dim, d in spec.items():
+            name = getattr(d, "__name__", None)
+            if isinstance(name, str) and isinstance(dim, int) and dim < len(arg.shape):
+                out.setdefault(name, int(arg.shape[dim]))
+    return out
+
+
+def _draft_export_frames(torch: Any, module: Any, args: tuple[Any, ...], shapes: tuple[Any, ...],
+                         strict: bool) -> list[dict[str, Any]]:
+    """The user source lines where torch added the guards that broke the ranges
+    (draft_export traces again, collecting them instead of failing). Best effort:
+    [] when draft_export itself fails or finds nothing."""
+    try:
+        from torch._logging.structured import INTERN_TABLE
+
+        with torch.no_grad():
+            ep = torch.export.draft_export(module, args, dynamic_shapes=shapes, strict=strict)
+        names = {index: path for path, index in INTERN_TABLE.items()}
+        found = []
+        for failure in getattr(ep, "_report").failures:
+            data = failure.data if isinstance(failure.data, dict) else {}
+            stack = data.get("user_stack")
+            if "expr" not in data or not isinstance(stack, list):
+                continue
+            user = [f for f in stack if isinstance(f, dict)
+                    and not _is_torch_file(str(names.get(f.get("filename"), f.get("filename"))))]
+            if not user:
+                continue
+            f = user[-1]  # the innermost user frame: the line that asked
+            found.append({"expr": str(data["expr"]),
+                          "file": str(names.get(f.get("filename"), f.get("filename"))),
+                          "line": int(f.get("line", 0)), "function": str(f.get("name", "")),
+                          "code": str(f.get("loc", "")).strip()})
+        return found
+    except Exception:  # noqa: BLE001 - only an extra explanation; the export already failed
+        return []
+
+
+def _is_torch_file(path: str) -> bool:
+    p = path.replace("\\", "/")
+    return bool(re.search(r"(^|/)torch/", p)) or p.startswith("<")
 
 
 def _constraint_message(text: str) -> str:

@@ -146,10 +146,6 @@ def build(spec: RunSpec, torch: Any, device: Any, emit: Emitter) -> Generator:
     batch_range = None
     if _int_or_none(xspec.get("batch_min")) is not None and _int_or_none(xspec.get("batch_max")):
         batch_range = (int(xspec["batch_min"]), int(xspec["batch_max"]))
-    if batch_range and not batch_range[0] <= spec.batch <= batch_range[1]:
-        # Checked before the (slow) load: the programs' guards would refuse it anyway.
-        raise RunError(f"batch {spec.batch} is outside the archive's batch range "
-                       f"{batch_range[0]}:{batch_range[1]} (export again with a wider --batch)")
 
     if spec.mode == "export":
         emit.progress("load programs", 0.1)
@@ -259,6 +255,12 @@ def greedy(gen: Generator, torch: Any, pixels: Any, max_tokens: int, timer: Time
 
 
 def run(spec: RunSpec, emit: Emitter) -> dict[str, Any]:
+    # The archive's ranges first, from its JSON: a batch or a sequence length its
+    # programs refuse is reported before torch is even imported (core/run_ranges.py).
+    spec, notes = spec.fit_archive()
+    for note in notes:
+        emit.log(note, "warning")
+    assert spec.batch is not None and spec.max_tokens is not None
     emit.progress("import torch", 0.0)
     import torch
 
@@ -268,11 +270,7 @@ def run(spec: RunSpec, emit: Emitter) -> dict[str, Any]:
     except torch.OutOfMemoryError:
         raise RunError(f"out of memory on {device} while loading the model "
                        "(free the device or use a smaller preset)", traceback.format_exc()) from None
-    max_tokens = spec.max_tokens
-    if gen.seq_max is not None and max_tokens > gen.seq_max:
-        emit.log(f"max tokens {max_tokens} capped at {gen.seq_max}: the archive's seq_len "
-                 "range ends there", "warning")
-        max_tokens = gen.seq_max
+    max_tokens = spec.max_tokens  # already capped at the archive's seq_len max
 
     g = torch.Generator().manual_seed(spec.seed)
     pixels = torch.randn((spec.batch, *IMAGE_SHAPE), generator=g).to(device)
@@ -300,7 +298,7 @@ def run(spec: RunSpec, emit: Emitter) -> dict[str, Any]:
                 totals.append(total)
     except torch.OutOfMemoryError:
         raise RunError(f"out of memory on {device} (batch {spec.batch}, {max_tokens} tokens; "
-                       "try a smaller --batch or --precision bf16)", traceback.format_exc()) from None
+                       "try a smaller batch or bf16 precision)", traceback.format_exc()) from None
     except RuntimeError as exc:
         raise _explain(exc, spec, device) from None
     emit.progress("done", 1.0)
@@ -338,7 +336,7 @@ def _explain(exc: RuntimeError, spec: RunSpec, device: Any) -> RunError:
             details,
         )
     if "out of memory" in low:
-        return RunError(f"out of memory on {device} (try a smaller --batch)", details)
+        return RunError(f"out of memory on {device} (try a smaller batch)", details)
     first = (text.strip().splitlines() or [""])[0][:300]
     return RunError(f"the {spec.mode} model failed on {device}: {first}", details)
 

@@ -188,8 +188,8 @@ class RunSpec:
     mode: str = "export"
     compile: bool = False
     precision: str = "fp32"
-    batch: int = 1
-    max_tokens: int = 256
+    batch: int | None = None  # None: from the archive (core/run_ranges.run_defaults)
+    max_tokens: int | None = None  # None: likewise
     warmup: int = 1
     repeats: int = 1
     seed: int = 0
@@ -206,15 +206,43 @@ class RunSpec:
                                     ("max tokens", self.max_tokens, 1, SEQ_LEN_LIMIT),
                                     ("warm-up runs", self.warmup, 0, 100),
                                     ("repeats", self.repeats, 1, 1000)):
-            if not lo <= value <= hi:
+            if value is not None and not lo <= value <= hi:
                 raise RunSpecError(f"{name} {value} is out of range ({lo} .. {hi})")
         return self
 
+    def fit_archive(self) -> tuple[RunSpec, list[str]]:
+        """This spec with batch / max tokens taken from the archive's ranges where
+        unset, and max tokens capped at its seq_len max; raises RunSpecError
+        (before any torch work) when the generator cannot run on the archive.
+        Returns the notes to show (a cap). Reads the archive's JSON only."""
+        from inspector.core.archive import open_archive
+        from inspector.core.run_ranges import (
+            fit_max_tokens,
+            generator_ranges,
+            run_defaults,
+            run_problems,
+        )
+
+        with open_archive(self.file) as archive:
+            ranges = generator_ranges(archive)
+        defaults = run_defaults(ranges)
+        batch = defaults.batch if self.batch is None else self.batch
+        problems = run_problems(ranges, batch)
+        if problems:
+            raise RunSpecError(problems[0])
+        tokens, note = fit_max_tokens(
+            ranges, defaults.max_tokens if self.max_tokens is None else self.max_tokens)
+        return dataclasses.replace(self, batch=batch, max_tokens=tokens), [note] if note else []
+
     def to_argv(self) -> list[str]:
         argv = [self.file, "--device", self.device, "--mode", self.mode,
-                "--precision", self.precision, "--batch", str(self.batch),
-                "--max-tokens", str(self.max_tokens), "--warmup", str(self.warmup),
-                "--repeats", str(self.repeats), "--seed", str(self.seed)]
+                "--precision", self.precision]
+        if self.batch is not None:
+            argv += ["--batch", str(self.batch)]
+        if self.max_tokens is not None:
+            argv += ["--max-tokens", str(self.max_tokens)]
+        argv += ["--warmup", str(self.warmup), "--repeats", str(self.repeats),
+                 "--seed", str(self.seed)]
         if self.compile:
             argv.append("--compile")
         if self.trust:
@@ -230,22 +258,31 @@ class RunSpec:
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    from inspector.core.run_ranges import DEFAULT_BATCH, DEFAULT_MAX_TOKENS
+
     d = RunSpec(file="")
     parser.add_argument("file", metavar="FILE", help="a .pt2 written by `pt2-inspector export`")
-    parser.add_argument("--device", default=d.device, help="cpu, cuda:N or mps (see `devices`)")
+    parser.add_argument("--device", default=d.device,
+                        help="cpu, cuda:N or mps (see `devices`; default: %(default)s)")
     parser.add_argument("--mode", choices=MODES, default=d.mode,
                         help="export: the archive's programs; eager: the toy model rebuilt "
-                             "from the archive's config with its weights")
+                             "from the archive's config with its weights (default: %(default)s)")
     parser.add_argument("--compile", action="store_true", help="wrap in torch.compile")
     parser.add_argument("--precision", choices=PRECISIONS, default=d.precision,
-                        help="fp32, or bf16 autocast")
-    parser.add_argument("--batch", type=int, default=d.batch, metavar="N")
+                        help="fp32, or bf16 autocast (default: %(default)s)")
+    parser.add_argument("--batch", type=int, default=d.batch, metavar="N",
+                        help=f"images per generation (default: {DEFAULT_BATCH}, or the "
+                             "smallest batch of the archive's batch range when "
+                             f"{DEFAULT_BATCH} is outside it)")
     parser.add_argument("--max-tokens", type=int, default=d.max_tokens, metavar="N",
-                        help="stop after N tokens (or when every sequence emitted END)")
+                        help="stop after N tokens, or when every sequence emitted END "
+                             f"(default: {DEFAULT_MAX_TOKENS}, capped at the archive's "
+                             "seq_len max)")
     parser.add_argument("--warmup", type=int, default=d.warmup, metavar="N",
-                        help="untimed generations first")
+                        help="untimed generations first (default: %(default)s)")
     parser.add_argument("--repeats", type=int, default=d.repeats, metavar="N",
-                        help="timed generations")
-    parser.add_argument("--seed", type=int, default=d.seed, help="seed of the random images")
+                        help="timed generations (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=d.seed,
+                        help="seed of the random images (default: %(default)s)")
     parser.add_argument("--trust", action="store_true",
                         help="allow pickled weights/constants, TorchBind objects, libraries")

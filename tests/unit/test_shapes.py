@@ -125,11 +125,18 @@ def torch_view(ep: Any) -> dict[str, Any]:
     """What torch says: user inputs' shapes and dtypes, symbols' ranges and sources."""
     import torch
 
-    user = list(ep.graph_signature.user_inputs)
+    from torch.export.graph_signature import ConstantArgument, InputKind
+
     placeholders = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
     inputs = []
     sources: dict[str, list[str]] = {}
-    for name in user:
+    for spec in ep.graph_signature.input_specs:
+        if spec.kind != InputKind.USER_INPUT:
+            continue
+        if isinstance(spec.arg, ConstantArgument):  # an int/str/None the caller passed
+            inputs.append({"value": str(spec.arg.value), "shape": None, "dtype": None})
+            continue
+        name = spec.arg.name
         val = placeholders[name].meta.get("val") if name in placeholders else None
         if isinstance(val, torch.Tensor):
             shape = [str(s) for s in val.shape]
@@ -137,10 +144,8 @@ def torch_view(ep: Any) -> dict[str, Any]:
                            "dtype": str(val.dtype).removeprefix("torch.")})
             for i, s in enumerate(shape):
                 sources.setdefault(s, []).append(f"{name}.shape[{i}]")
-        elif isinstance(name, str):  # a SymInt/SymFloat/object input keeps its name
+        else:  # a SymInt/SymFloat/object input
             inputs.append({"name": name, "shape": None, "dtype": None})
-        else:  # a constant the caller passed: torch lists its value in place of a name
-            inputs.append({"value": str(name), "shape": None, "dtype": None})
     symbols = {str(sym): {"min": _bound(r.lower), "max": _bound(r.upper),
                           "sources": sources.get(str(sym), [])}
                for sym, r in ep.range_constraints.items()}
