@@ -56,6 +56,7 @@ class InputShape:
 class Assertion:
     node: str  # the node in the listing
     graph: str  # "" for the main graph
+    index: int  # the node's position in its graph (to jump to it)
     op: str  # _assert_scalar, sym_constrain_range_for_size, ...
     condition: str  # readable: `u0 >= 0`, `s0 == 2*s1`, `0 <= u0 <= 19`
     symbols: list[str]
@@ -130,7 +131,7 @@ class ProgramShapes:
 
 def _assertion_json(a: Assertion) -> dict[str, Any]:
     src = a.source
-    return {"node": a.node, "graph": a.graph, "op": a.op, "condition": a.condition,
+    return {"node": a.node, "graph": a.graph, "index": a.index, "op": a.op, "condition": a.condition,
             "symbols": a.symbols,
             "file": src.file if src else None, "line": src.line if src else None,
             "function": src.function if src else None, "code": src.code if src else None}
@@ -166,7 +167,8 @@ def program_shapes(program: Program, requested: dict[str, dict[int, str]] | None
     return ProgramShapes(
         name=program.name, inputs=inputs, symbols=symbols,
         derived=_derived(program, sources), assertions=assertions,
-        guards=[Guard(code, readable_guard(code)) for code in program.guards_code],
+        guards=[Guard(code, readable_guard(code, [i.name for i in inputs]))
+                for code in program.guards_code],
         specialized=_specialized(inputs, requested or {}),
     )
 
@@ -259,7 +261,7 @@ def _assertion(node: Node, graph: Graph) -> Assertion | None:
     frames = parse_stack_trace(node.stack_trace)
     frame = first_user_frame(frames) or (frames[-1] if frames else None)
     source = SourceLine(frame.file, frame.line, frame.function, frame.code) if frame else None
-    return Assertion(node.name, graph.name, op, condition,
+    return Assertion(node.name, graph.name, node.index, op, condition,
                      list(dict.fromkeys(_SYMBOL.findall(condition))), source)
 
 
@@ -432,10 +434,17 @@ _GUARD_STRIDE = re.compile(r"\.stride\(\)\[(\d+)\]")
 _GUARD_ITEM = re.compile(r"\[(\d+)\]")
 
 
-def readable_guard(code: str) -> str:
-    """`L['y'].size()[0] == L['x'].size()[0]` -> `y.shape[0] == x.shape[0]`; text
-    only (the guard is never evaluated)."""
+_GUARD_FLAT = re.compile(r"\bflat_args\[(\d+)\]")
+
+
+def readable_guard(code: str, inputs: list[str] | None = None) -> str:
+    """`L['y'].size()[0] == L['x'].size()[0]` -> `y.shape[0] == x.shape[0]`; strict
+    exports' `flat_args[1]` -> the name of user input 1. Text only (the guard is
+    never evaluated)."""
     text = _GUARD_NAME.sub(lambda m: m.group(1), code)
+    if inputs:
+        text = _GUARD_FLAT.sub(lambda m: inputs[int(m.group(1))] if int(m.group(1)) < len(inputs)
+                               else m.group(0), text)
     text = _GUARD_SIZE.sub(lambda m: f".shape[{m.group(1)}]", text)
     text = _GUARD_STRIDE.sub(lambda m: f".stride({m.group(1)})", text)
     return text

@@ -268,6 +268,8 @@ def test_guards_are_readable() -> None:
 
     assert readable_guard("L['y'].size()[0] == L['x'].size()[0]") == "y.shape[0] == x.shape[0]"
     assert readable_guard("2*L['x'].stride()[1] <= 8") == "2*x.stride(1) <= 8"
+    assert readable_guard("L['flat_args'][0].size()[0] == L['flat_args'][1].size()[0]",
+                          ["x", "y"]) == "x.shape[0] == y.shape[0]"
 
 
 def test_conditions_are_readable() -> None:
@@ -320,3 +322,74 @@ def test_text_output_and_bad_input(small_archive: Path, tmp_path: Path) -> None:
     junk.write_bytes(b"not a zip at all")
     bad = _cli("shapes", str(junk), "--json")
     assert bad.returncode == 2 and bad.stderr.startswith("error: ") and not bad.stdout
+
+
+# --- specializations and the hover text, on the bundled demo archive ---------------
+
+
+def _with_record(src: Path, dst: Path, edit: Any) -> Path:
+    import zipfile
+
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            if info.filename.endswith("extra/pt2_inspector.json"):
+                data = json.dumps(edit(json.loads(data))).encode()
+            zout.writestr(info, data)
+    return dst
+
+
+def test_a_requested_dim_that_came_out_constant_is_flagged(tmp_path: Path) -> None:
+    from inspector.core.archive import open_archive
+    from inspector.core.shapes import archive_shapes, program_shapes, requested_dims
+    from inspector.resources import demo_archive
+
+    demo = demo_archive()
+    with open_archive(demo) as archive:
+        # the demo's record predates `dynamic_shapes`: derived from its spec
+        asked = requested_dims(archive)
+        assert asked["decoder"]["input_ids"] == {0: "batch", 1: "seq_len"}
+        assert all(not s.specialized for s in archive_shapes(archive))
+
+    def claim(record: dict) -> dict:  # as if the export had asked for a Dim on dim 1
+        record["dynamic_shapes"] = {"decoder": {"encoder_hidden_states": {"0": "batch",
+                                                                          "1": "tokens"}}}
+        return record
+    edited = _with_record(demo, tmp_path / "claimed.pt2", claim)
+    with open_archive(edited) as archive:
+        (dec,) = archive_shapes(archive, "decoder")
+        (spec,) = dec.specialized
+        assert spec.source == "encoder_hidden_states.shape[1]" and spec.size == "50"
+        assert "'tokens'" in spec.reason
+        # across programs: the same input symbolic in one program, constant in another
+        program = archive.program("decoder")
+        plain = program_shapes(program)
+        assert plain.specialized == []
+
+
+def test_symbol_tooltip_says_range_sources_and_example() -> None:
+    from inspector.core.archive import open_archive
+    from inspector.core.shapes import archive_shapes, symbol_tooltip
+    from inspector.resources import demo_archive
+
+    with open_archive(demo_archive()) as archive:
+        (dec,) = archive_shapes(archive, "decoder")
+    batch = next(s for s in dec.symbols.values() if len(s.sources) == 2)
+    tip = symbol_tooltip(dec, batch.name)
+    assert tip is not None
+    assert tip.splitlines()[0] == f"{batch.name}: [{batch.min}, {batch.max}]"
+    assert "input_ids.shape[0], encoder_hidden_states.shape[0] (they must match at run time)" in tip
+    assert f"example value at export: {batch.example}" in tip
+    assert symbol_tooltip(dec, "nope") is None
+
+
+def test_a_dim_constant_here_and_symbolic_in_another_program_is_flagged() -> None:
+    from inspector.core.shapes import InputShape, ProgramShapes, _cross_program
+
+    def prog(name: str, shape: list[str]) -> ProgramShapes:
+        return ProgramShapes(name, [InputShape("x", shape, "float32", "tensor")], {}, [], [], [])
+    a, b = prog("prefill", ["s0", "3"]), prog("decode", ["1", "3"])
+    _cross_program([a, b])
+    assert a.specialized == []
+    (spec,) = b.specialized
+    assert (spec.source, spec.size) == ("x.shape[0]", "1") and "'prefill'" in spec.reason
