@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from inspector.core.errors import InspectorError
 from inspector.core.frames import first_user_frame, parse_stack_trace
 from inspector.core.program import Graph, Node, Program
 from inspector.core.symbolic import render_condition
@@ -383,7 +384,7 @@ def requested_dims(archive: Any) -> dict[str, dict[str, dict[int, str]]]:
         return {}
     try:
         record = json.loads(archive.read_extra(EXTRA_RECORD, 1024 * 1024))
-    except (ValueError, Exception):  # noqa: BLE001 - an unreadable record only loses this hint
+    except (ValueError, InspectorError):  # an unreadable record only loses this hint
         return {}
     return requested_from_record(record)
 
