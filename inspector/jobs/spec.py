@@ -62,6 +62,21 @@ class ExportSpec:
             )
         return self
 
+    def warnings(self) -> list[str]:
+        """What will go wrong later although the spec is valid (for the Export panel to
+        show before exporting): an example size torch specializes, and ranges the
+        generator cannot run (core/run_ranges.export_run_problems)."""
+        from inspector.core.run_ranges import export_run_problems
+
+        out = []
+        for name, lo, hi, example in (("batch", self.batch_min, self.batch_max, self.example_batch),
+                                      ("seq_len", self.seq_min, self.seq_max, self.example_seq)):
+            if lo != hi and example in (0, 1):
+                out.append(f"example {name} size {example}: torch makes a dim traced at 0 or 1 "
+                           f"a constant and refuses the range {lo}:{hi}; use an example of 2 or "
+                           f"more (the range may still start at {lo})")
+        return out + export_run_problems(self.batch_min, self.batch_max, self.seq_min, self.seq_max)
+
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 

@@ -67,3 +67,14 @@ def test_run_spec_takes_defaults_from_the_archive() -> None:
     with pytest.raises(RunSpecError, match="outside the archive's batch range 1:64"):
         RunSpec(file=str(demo_archive()), batch=65).fit_archive()
     assert "--batch" not in RunSpec(file="x").to_argv()  # unset: the child decides the same way
+
+
+def test_export_spec_warnings_before_exporting() -> None:
+    from inspector.jobs.spec import ExportSpec
+
+    assert ExportSpec().warnings() == []  # the defaults export and run
+    (example,) = ExportSpec(example_batch=1, batch_min=1, batch_max=16).warnings()
+    assert "example batch size 1" in example and "2 or more" in example
+    (seq,) = ExportSpec(seq_min=4, seq_max=128).warnings()
+    assert "generation starts from one token" in seq
+    assert ExportSpec(batch_min=1, batch_max=1, example_batch=1).warnings() == []  # static
