@@ -183,7 +183,7 @@ def main() -> int:
           f"({time.perf_counter() - t:.1f} s)")
 
     app = QApplication.instance() or QApplication([])
-    from inspector.ui.main_window import MainWindow
+    from inspector.ui.window.main_window import MainWindow
 
     window = MainWindow()
     window.resize(1500, 900)

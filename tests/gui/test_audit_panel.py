@@ -123,7 +123,7 @@ def test_bad_target_is_refused_before_running(qtbot, audited):
 
 
 def test_target_choice_is_remembered(qtbot, audited):
-    from inspector.ui.audit_panel import AuditPanel
+    from inspector.ui.panels.audit import AuditPanel
 
     _window, audit = audited
     audit.set_target("meta")

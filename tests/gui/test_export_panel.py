@@ -13,7 +13,7 @@ from _panel_helpers import no_leaks, wait_gone  # noqa: E402,F401
 from PySide6.QtCore import Qt  # noqa: E402
 
 from inspector.core.archive import open_archive  # noqa: E402
-from inspector.ui.export_panel import ExportPanel, split_fix  # noqa: E402
+from inspector.ui.panels.export import ExportPanel, split_fix  # noqa: E402
 
 
 @pytest.fixture

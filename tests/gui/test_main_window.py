@@ -327,7 +327,7 @@ def test_no_torch_in_the_window_process(toy_archive):
         from PySide6.QtWidgets import QApplication
         QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, {str(toy_archive.parent / "settings-notorch")!r})
         app = QApplication([])
-        from inspector.ui.main_window import MainWindow
+        from inspector.ui.window.main_window import MainWindow
         w = MainWindow(); w.show()
         loop = QEventLoop(); w.loadsFinished.connect(loop.quit)
         QTimer.singleShot(60000, loop.quit)
@@ -394,7 +394,7 @@ def test_dark_palette_switches_the_listing_theme(qtbot, window, toy_tab):
 
 
 def test_source_pane_reads_only_python_sources(tmp_path):
-    from inspector.ui.source_pane import read_source
+    from inspector.ui.widgets.source_pane import read_source
 
     py = tmp_path / "model.py"
     py.write_text("x = 1\n")

@@ -18,7 +18,7 @@ from _panel_helpers import ROOT, no_leaks, wait_gone  # noqa: E402,F401
 from PySide6.QtCore import QTimer  # noqa: E402
 from PySide6.QtGui import QImage  # noqa: E402
 
-from inspector.ui.run_panel import RunPanel, run_label  # noqa: E402
+from inspector.ui.panels.run import RunPanel, run_label  # noqa: E402
 
 
 @pytest.fixture
@@ -144,7 +144,7 @@ def test_needs_torch_message_without_torch(tmp_path):
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
         from PySide6.QtWidgets import QApplication
         app = QApplication([])
-        from inspector.ui.run_panel import RunPanel
+        from inspector.ui.panels.run import RunPanel
         p = RunPanel()
         p.set_archive(sys.argv[1])
         print(p.has_torch, p.torch_banner.isVisibleTo(p), p.run_button.isEnabled(),
@@ -159,7 +159,7 @@ def test_needs_torch_message_without_torch(tmp_path):
 def test_window_process_never_imports_torch(tmp_path):
     code = ("import os, sys; os.environ['QT_QPA_PLATFORM']='offscreen';"
             "from PySide6.QtWidgets import QApplication; app=QApplication([]);"
-            "from inspector.ui.run_panel import RunPanel; p=RunPanel(); p.show();"
+            "from inspector.ui.panels.run import RunPanel; p=RunPanel(); p.show();"
             "app.processEvents(); print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, timeout=120)
@@ -167,7 +167,7 @@ def test_window_process_never_imports_torch(tmp_path):
 
 
 def _fmt(v: float) -> str:
-    from inspector.ui.run_panel import _num
+    from inspector.ui.panels.run import _num
 
     return _num(v)
 

@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
 from inspector.core.audit import ERROR, INFO, WARNING, Finding
 from inspector.core.errors import InspectorError
 from inspector.ui.device_list import DeviceSource
-from inspector.ui.findings_tree import FINDING_ROLE, SEVERITY_COLORS, FindingsTree, plural
+from inspector.ui.widgets.findings_tree import FINDING_ROLE, SEVERITY_COLORS, FindingsTree, plural
 from inspector.ui.workers import Work, WorkQueue
 
 NO_TARGET = "(any device)"

@@ -14,8 +14,8 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidg
 
 from inspector.core.search import SearchError, SearchResult, parse_query
 from inspector.ui.document import ArchiveDoc, ProgramView
-from inspector.ui.listing_view import ListingView
-from inspector.ui.search_bar import SearchBar
+from inspector.ui.widgets.listing_view import ListingView
+from inspector.ui.widgets.search_bar import SearchBar
 
 
 class ArchiveTab(QWidget):

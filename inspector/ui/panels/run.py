@@ -45,7 +45,7 @@ from PySide6.QtWidgets import (
 from inspector.jobs.spec import MODES, PRECISIONS, SEQ_LEN_LIMIT, RunSpec, RunSpecError
 from inspector.ui.device_list import DeviceSource, fill_combo
 from inspector.ui.job_runner import JobRunner
-from inspector.ui.latency_chart import LatencyChart, Series
+from inspector.ui.widgets.latency_chart import LatencyChart, Series
 
 _ERROR_COLOR = "#c62828"
 STAT_COLUMNS = ("Run", "p50 ms", "p90 ms", "p99 ms", "tokens/s", "total ms", "encoder ms",

@@ -47,7 +47,7 @@ from inspector.jobs.spec import (
 )
 from inspector.ui.device_list import DeviceSource, fill_combo
 from inspector.ui.job_runner import JobRunner
-from inspector.ui.range_table import RangeCompareTable, compare_files
+from inspector.ui.widgets.range_table import RangeCompareTable, compare_files
 from inspector.ui.workers import Work, WorkQueue
 
 # Last options (QSettings via inspector/ui/settings.py, next to the window's own keys).

@@ -33,8 +33,8 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QAbstractScrollArea, QMenu, QWidget
 
-from inspector.ui.highlight import LineCache
-from inspector.ui.theme import Theme, code_font, current_theme
+from inspector.ui.widgets.highlight import LineCache
+from inspector.ui.widgets.theme import Theme, code_font, current_theme
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MARK_WIDTH = 14

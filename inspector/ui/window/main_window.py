@@ -29,8 +29,8 @@ from PySide6.QtWidgets import (
 
 from inspector.core.frames import parse_stack_trace
 from inspector.ui import settings as keys
-from inspector.ui.archive_tab import ArchiveTab
-from inspector.ui.details_pane import DetailsPane
+from inspector.ui.window.archive_tab import ArchiveTab
+from inspector.ui.widgets.details_pane import DetailsPane
 from inspector.ui.document import (
     ArchiveDoc,
     ProgramView,
@@ -40,11 +40,11 @@ from inspector.ui.document import (
     open_document,
     release_frozen,
 )
-from inspector.ui.module_tree import ModuleTree
-from inspector.ui.side_tables import SideTables
-from inspector.ui.source_pane import SourcePane
-from inspector.ui.theme import current_theme
-from inspector.ui.welcome import WelcomePage
+from inspector.ui.widgets.module_tree import ModuleTree
+from inspector.ui.widgets.side_tables import SideTables
+from inspector.ui.widgets.source_pane import SourcePane
+from inspector.ui.widgets.theme import current_theme
+from inspector.ui.window.welcome import WelcomePage
 
 log = logging.getLogger(__name__)
 APP_TITLE = "PT2 Inspector"
@@ -116,7 +116,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.progress)
         self.statusBar().addPermanentWidget(self.cursor_label)
 
-        from inspector.ui.actions import build_menus
+        from inspector.ui.window.actions import build_menus
 
         build_menus(self)
         _install_panels(self)
@@ -285,7 +285,7 @@ class MainWindow(QMainWindow):
             self.tables.set_program(None, None)
 
     def refresh_recent(self) -> None:
-        from inspector.ui.actions import fill_recent_menu
+        from inspector.ui.window.actions import fill_recent_menu
 
         fill_recent_menu(self)
         self.welcome.set_recent(keys.recent_files())
@@ -564,7 +564,7 @@ def _install_panels(window: MainWindow) -> None:
     """Dock the other helpers' panels (Export, Run, Audit) when present; a
     missing or broken panel module is logged, never fatal."""
     try:
-        from inspector.ui.panels import install_panels
+        from inspector.ui.window.docks import install_panels
     except ImportError as exc:
         log.info("no extra panels (%s)", exc)
         return

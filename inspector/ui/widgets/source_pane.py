@@ -24,8 +24,8 @@ from PySide6.QtWidgets import (
 from pygments.lexers.python import PythonLexer
 
 from inspector.core.frames import Frame
-from inspector.ui.highlight import _category
-from inspector.ui.theme import Theme, code_font, current_theme
+from inspector.ui.widgets.highlight import _category
+from inspector.ui.widgets.theme import Theme, code_font, current_theme
 
 MAX_SOURCE_BYTES = 8 * 1024 * 1024
 

@@ -13,10 +13,10 @@ from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt
 
-from inspector.ui.audit_panel import AuditPanel
+from inspector.ui.panels.audit import AuditPanel
 from inspector.ui.device_list import DeviceSource
-from inspector.ui.export_panel import ExportPanel
-from inspector.ui.run_panel import RunPanel
+from inspector.ui.panels.export import ExportPanel
+from inspector.ui.panels.run import RunPanel
 
 
 @dataclass
