@@ -239,12 +239,18 @@ def test_program_switcher_reads_the_other_program(qtbot, window, toy_tab):
     assert toy_tab.view.name == "decoder"
 
 
-def test_select_node_and_gutter_marks(window, toy_tab):
+def test_select_node_and_gutter_marks(qtbot, window, toy_tab):
     line = _line_of_op(toy_tab, "arange")
     node = toy_tab.view.node_at(line)
     toy_tab.listing.set_current_line(0)
     assert window.select_node("decoder", node.name)
     assert toy_tab.listing.current_line() == line
+    # The audit panel publishes its own layer when the archive opens; layers merge.
+    audit = window.job_panels.audit
+    qtbot.waitUntil(lambda: audit.report is not None, timeout=60000)
+    assert toy_tab.listing.line_marks()[line] == "error"  # a device='cpu' literal
+    window.workspace.clear_annotations(toy_tab.doc, "audit")
+    assert toy_tab.listing.line_marks() == {}
     window.set_line_marks({line: "error", line + 1: "warning"})
     assert toy_tab.listing.line_marks() == {line: "error", line + 1: "warning"}
     toy_tab.listing.repaint()  # paints marks without error

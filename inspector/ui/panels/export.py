@@ -48,7 +48,8 @@ from inspector.jobs.spec import (
 from inspector.ui.device_list import DeviceSource, fill_combo
 from inspector.ui.job_runner import JobRunner
 from inspector.ui.widgets.range_table import RangeCompareTable, compare_files
-from inspector.ui.workers import Work, WorkQueue
+from inspector.ui.tasks import TaskGroup
+from inspector.ui.workspace import Workspace
 
 # Last options (QSettings via inspector/ui/settings.py, next to the window's own keys).
 LAST_SPEC_KEY = "export/last_spec"  # ExportSpec.to_json() as JSON text
@@ -156,21 +157,21 @@ class DimEditor(QWidget):
 
 
 class ExportPanel(QWidget):
-    """Dim editor + export job. `window` (optional) is the MainWindow: the new archive
-    opens there; without it the panel only emits `archive_exported`."""
+    """Dim editor + export job. The new archive opens in the Workspace (a tab in the
+    window) and `archive_exported` is emitted."""
 
     archive_exported = Signal(str, object)  # path, the job's result event
     export_failed = Signal(str, str)  # message, details
     compared = Signal()  # the before/after range table is shown
 
-    def __init__(self, window: Any = None, devices: DeviceSource | None = None,
+    def __init__(self, workspace: Workspace | None = None, devices: DeviceSource | None = None,
                  parent=None) -> None:
         super().__init__(parent)
-        self.window = window
+        self.workspace = workspace if workspace is not None else Workspace(self)
         self.runner = JobRunner(self)
-        self.queue = WorkQueue(self)  # reads the range tables off the GUI thread
+        self.tasks = TaskGroup(self.workspace.pool, self)  # reads the range tables
         self._before: str | None = None  # archive open when the export started
-        # Compared with the new archive when there is no window to ask (standalone use).
+        # Compared with the new archive when no document is open (standalone use).
         self.base_archive: str | None = None
         self._output: str | None = None
         self._build()
@@ -369,7 +370,7 @@ class ExportPanel(QWidget):
         except InspectorError as exc:
             found["output"] = str(exc)
         else:
-            current = self._current_archive() if self.window is not None else None
+            current = self.workspace.current_path()
             if current and _same_file(out, current):
                 found["output"] = (f"{out.name} is the archive open in the current tab: "
                                    "choose another file, so both can be compared")
@@ -429,7 +430,8 @@ class ExportPanel(QWidget):
 
     def shutdown(self) -> None:
         self.runner.shutdown()
-        self.queue.wait(5000)
+        self.tasks.cancel()
+        self.tasks.wait(5000)
 
     def _on_progress(self, stage: str, fraction: float) -> None:
         self.progress.setValue(int(fraction * 1000))
@@ -453,8 +455,7 @@ class ExportPanel(QWidget):
         # The new archive is about to be the current tab: offer a fresh name for the
         # next export instead of one that would overwrite it.
         self.output.setText(str(next_free(Path(path))))
-        if self.window is not None and hasattr(self.window, "open_archive"):
-            self.window.open_archive(path)
+        self.workspace.open(path)
         self.archive_exported.emit(path, event)
 
     def _on_error(self, message: str, details: str) -> None:
@@ -512,11 +513,11 @@ class ExportPanel(QWidget):
         def failed(message: str, _details: str) -> None:
             self.status.setText(self.status.text() + f" (cannot compare ranges: {message})")
 
-        self.queue.submit(Work(compare_files, before, after), show, failed)
+        self.tasks.start(compare_files, before, after, on_done=show, on_fail=failed,
+                         key="compare")
 
     def _current_archive(self) -> str | None:
-        getter = getattr(self.window, "current_archive_path", None)
-        path = getter() if callable(getter) else self.base_archive
+        path = self.workspace.current_path() or self.base_archive
         return str(path) if path else None
 
     def _on_preset(self, *_: object) -> None:

@@ -46,6 +46,7 @@ from inspector.jobs.spec import MODES, PRECISIONS, SEQ_LEN_LIMIT, RunSpec, RunSp
 from inspector.ui.device_list import DeviceSource, fill_combo
 from inspector.ui.job_runner import JobRunner
 from inspector.ui.widgets.latency_chart import LatencyChart, Series
+from inspector.ui.workspace import Workspace
 
 _ERROR_COLOR = "#c62828"
 STAT_COLUMNS = ("Run", "p50 ms", "p90 ms", "p99 ms", "tokens/s", "total ms", "encoder ms",
@@ -85,10 +86,10 @@ def run_label(spec: RunSpec) -> str:
 class RunPanel(QWidget):
     run_finished = Signal(object)  # the RunRecord of a run that ended with a result
 
-    def __init__(self, window: Any = None, devices: DeviceSource | None = None,
+    def __init__(self, workspace: Workspace | None = None, devices: DeviceSource | None = None,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.window = window
+        self.workspace = workspace if workspace is not None else Workspace(self)
         self.devices = devices
         self.runner = JobRunner(self)
         self.records: list[RunRecord] = []
@@ -106,12 +107,8 @@ class RunPanel(QWidget):
         self.runner.log.connect(self._on_log)
         self.runner.finished.connect(self._on_finished)
         self.chart.redrawn.connect(self._refresh_live_row)
-        if window is not None:
-            getattr(window, "archive_opened", None) and window.archive_opened.connect(
-                self.set_archive)
-            tabs = getattr(window, "tabs", None)
-            if tabs is not None:
-                tabs.currentChanged.connect(lambda _i: self._follow_window())
+        self.workspace.documentOpened.connect(lambda doc: self.set_archive(str(doc.path)))
+        self.workspace.currentChanged.connect(lambda _doc: self._follow_current())
         self.has_torch = torch_available()
         self._restore()
         self._update_enabled()
@@ -272,10 +269,10 @@ class RunPanel(QWidget):
             self.archive_label.setToolTip(self.archive)
         self._update_enabled()
 
-    def _follow_window(self) -> None:
-        getter = getattr(self.window, "current_archive_path", None)
-        if callable(getter) and getter():
-            self.set_archive(getter())
+    def _follow_current(self) -> None:
+        path = self.workspace.current_path()
+        if path:
+            self.set_archive(path)
 
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
@@ -339,7 +336,7 @@ class RunPanel(QWidget):
     def start_run(self, trust: bool = False) -> bool:
         if not self.has_torch or not self.archive:
             return False
-        self._follow_window()
+        self._follow_current()
         try:
             spec = self.spec(trust=bool(trust)).validate()
         except RunSpecError as exc:

@@ -1,37 +1,60 @@
-"""Dock the job panels (Audit, Export, Run) into the main window.
+"""Dock the registered panels (inspector/ui/panels/registry.py) into the main window.
 
-The window calls `install_panels(window)` once, at construction. Nothing heavy happens
-here: no child process starts until a panel is used (the device list is asked for the
-first time a panel offering devices is shown), and the audit runs when an archive opens.
-When the window closes, every panel's child process and worker thread is stopped.
+The window calls `install_panels(window, workspace)` once, at construction. Nothing
+heavy happens here: no child process starts until a panel is used (the device list is
+asked for the first time a panel offering devices is shown), and the audit runs when an
+archive opens. When the window closes, every panel's child process and task is stopped.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import logging
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt
+from PySide6.QtWidgets import QDockWidget, QWidget
 
-from inspector.ui.panels.audit import AuditPanel
 from inspector.ui.device_list import DeviceSource
-from inspector.ui.panels.export import ExportPanel
-from inspector.ui.panels.run import RunPanel
+from inspector.ui.panels.registry import PANELS, PanelServices
+from inspector.ui.workspace import Workspace
+
+if TYPE_CHECKING:
+    from inspector.ui.window.main_window import MainWindow
+
+log = logging.getLogger(__name__)
+
+AREAS = {
+    "right": Qt.DockWidgetArea.RightDockWidgetArea,
+    "bottom": Qt.DockWidgetArea.BottomDockWidgetArea,
+    "left": Qt.DockWidgetArea.LeftDockWidgetArea,
+}
 
 
-@dataclass
-class JobPanels:
-    devices: DeviceSource
-    audit: AuditPanel
-    export: ExportPanel
-    run: RunPanel
-    docks: dict[str, Any]
+class DockedPanels:
+    """The window's panels by key (`panels.audit`, `panels["run"]`) and their docks."""
+
+    def __init__(self, devices: DeviceSource) -> None:
+        self.devices = devices
+        self.panels: dict[str, QWidget] = {}
+        self.docks: dict[str, QDockWidget] = {}
+
+    def __getattr__(self, key: str) -> Any:
+        panels = self.__dict__.get("panels", {})
+        if key in panels:
+            return panels[key]
+        raise AttributeError(key)
+
+    def __getitem__(self, key: str) -> QWidget:
+        return self.panels[key]
 
     def shutdown(self) -> None:
-        """Stop every child and worker (idempotent)."""
-        for part in (self.export, self.run, self.audit, self.devices):
+        """Stop every child and task (idempotent)."""
+        for part in [*self.panels.values(), self.devices]:
+            stop = getattr(part, "shutdown", None)
+            if stop is None:
+                continue
             try:
-                part.shutdown()
+                stop()
             except RuntimeError:  # its C++ side is already gone
                 pass
 
@@ -40,7 +63,7 @@ class _CloseWatcher(QObject):
     """Stops the panels' children when the window closes: an export or a GPU run
     must not outlive the window that started it."""
 
-    def __init__(self, window: Any, panels: JobPanels) -> None:
+    def __init__(self, window: QWidget, panels: DockedPanels) -> None:
         super().__init__(window)
         self.panels = panels
 
@@ -50,27 +73,22 @@ class _CloseWatcher(QObject):
         return False
 
 
-def install_panels(window: Any) -> JobPanels:
-    right = Qt.DockWidgetArea.RightDockWidgetArea
-    bottom = Qt.DockWidgetArea.BottomDockWidgetArea
+def install_panels(window: MainWindow, workspace: Workspace) -> DockedPanels:
     devices = DeviceSource(window)
-    audit = AuditPanel(window, devices)
-    export = ExportPanel(window, devices)
-    run = RunPanel(window, devices)
-    docks = {
-        "audit": window.add_panel("Audit", audit, right),
-        "export": window.add_panel("Export", export, right),
-        "run": window.add_panel("Run", run, bottom),
-    }
-    # The run chart wants width: share the bottom area with the source pane.
-    source_dock = getattr(window, "dock_source", None)
-    if source_dock is not None:
-        window.tabifyDockWidget(source_dock, docks["run"])
-        source_dock.raise_()
-    panels = JobPanels(devices, audit, export, run, docks)
-    window.installEventFilter(_CloseWatcher(window, panels))
+    docked = DockedPanels(devices)
+    services = PanelServices(devices)
+    for spec in PANELS:
+        try:
+            panel = spec.factory(workspace, services)
+        except Exception:  # a broken panel must not take the window down
+            log.exception("building panel %s failed", spec.key)
+            continue
+        docked.panels[spec.key] = panel
+        docked.docks[spec.key] = window.add_panel(spec.title, panel, AREAS[spec.area])
+    # The run chart wants width: bottom panels share the bottom area with the source pane.
+    window.dock_source.raise_()
+    window.installEventFilter(_CloseWatcher(window, docked))
     app = QCoreApplication.instance()
     if app is not None:
-        app.aboutToQuit.connect(panels.shutdown)
-    window.job_panels = panels  # for tests, benchmarks and menu actions
-    return panels
+        app.aboutToQuit.connect(docked.shutdown)
+    return docked

@@ -2,8 +2,8 @@
 
 `build_program_view` does all per-program work (parse, listing, search index,
 users of each value, module tree data, weight rows) in a worker, so the window
-only ever swaps in finished objects. No Qt here except the small worker classes
-at the bottom.
+only ever swaps in finished objects. Qt-free: the window runs these functions
+through inspector/ui/tasks.py, and they are unit-tested without Qt.
 """
 
 from __future__ import annotations
@@ -11,13 +11,10 @@ from __future__ import annotations
 import gc
 import threading
 import time
-import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-from PySide6.QtCore import QObject, QRunnable, Signal
 
 from inspector.core.archive import Archive, open_archive
 from inspector.core.errors import InspectorError
@@ -304,34 +301,3 @@ def _weight_row(fqn: str, entry: dict[str, Any], meta: dict[str, Any], kind: str
         dtype=DTYPE_NAMES.get(dtype, f"dtype{dtype}"), device=device, nbytes=nbytes,
         record=str(entry.get("path_name", "")), pickled=bool(entry.get("use_pickle")),
     )
-
-
-# --- workers ------------------------------------------------------------------
-
-class _Signals(QObject):
-    finished = Signal(object)  # the task's result
-    failed = Signal(str, str)  # message, details
-
-
-class Task(QRunnable):
-    """Runs `fn()` on the thread pool; InspectorError -> failed(message, details),
-    anything else -> failed("internal error ...", traceback)."""
-
-    def __init__(self, fn, *args: Any) -> None:
-        super().__init__()
-        self.fn, self.args = fn, args
-        self.signals = _Signals()
-        # Python owns the task (the window keeps it until its signal arrives): a C++
-        # auto-delete would free it under the Python wrapper.
-        self.setAutoDelete(False)
-
-    def run(self) -> None:
-        try:
-            result = self.fn(*self.args)
-        except InspectorError as exc:
-            self.signals.failed.emit(str(exc), traceback.format_exc())
-        except Exception as exc:  # a bug of ours: still a message, details kept
-            self.signals.failed.emit(f"internal error: {type(exc).__name__}: {exc}",
-                                     traceback.format_exc())
-        else:
-            self.signals.finished.emit(result)
