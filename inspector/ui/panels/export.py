@@ -37,16 +37,17 @@ from PySide6.QtWidgets import (
 from superqt import QLabeledRangeSlider
 
 from inspector.core.errors import InspectorError
-from inspector.jobs.runner import cleanup_partial
-from inspector.jobs.spec import (
+from inspector.ui.device_list import DeviceSource, fill_combo
+from inspector.ui.job_runner import (
     BATCH_LIMIT,
     PRESETS,
     SEQ_LEN_LIMIT,
     ExportSpec,
     ExportSpecError,
+    JobRunner,
+    check_export_output,
+    cleanup_partial,
 )
-from inspector.ui.device_list import DeviceSource, fill_combo
-from inspector.ui.job_runner import JobRunner
 from inspector.ui.widgets.range_table import RangeCompareTable, compare_files
 from inspector.ui.tasks import TaskGroup
 from inspector.ui.workspace import Workspace
@@ -537,11 +538,9 @@ class ExportPanel(QWidget):
 
 
 def check_output(text: str) -> Path:
-    from inspector.jobs.export import check_output as job_check
-
     if not text:
         raise ExportSpecError("choose an output file (.pt2)")
-    return job_check(Path(text).expanduser())
+    return check_export_output(Path(text).expanduser())
 
 
 def next_free(path: Path) -> Path:

@@ -42,9 +42,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from inspector.jobs.spec import MODES, PRECISIONS, SEQ_LEN_LIMIT, RunSpec, RunSpecError
 from inspector.ui.device_list import DeviceSource, fill_combo
-from inspector.ui.job_runner import JobRunner
+from inspector.ui.job_runner import (
+    MODES,
+    PRECISIONS,
+    SEQ_LEN_LIMIT,
+    UNTRUSTED,
+    JobRunner,
+    RunSpec,
+    RunSpecError,
+)
 from inspector.ui.widgets.latency_chart import LatencyChart, Series
 from inspector.ui.workspace import Workspace
 
@@ -53,7 +60,6 @@ STAT_COLUMNS = ("Run", "p50 ms", "p90 ms", "p99 ms", "tokens/s", "total ms", "en
                 "tokens")
 RUN_OPTIONS_KEY = "run/last_options"  # QSettings: the options of the last run, as JSON
 LIVE_ROW_EVERY = 8  # chart frames between live stats updates (~4 Hz)
-TRUST_WORDS = "would run code when loaded"  # jobs/load.py's UntrustedArchiveError
 
 
 def torch_available() -> bool:
@@ -96,6 +102,7 @@ class RunPanel(QWidget):
         self.archive: str | None = None
         self._current: RunRecord | None = None
         self._resume_trusted = False  # rerun with --trust once the refused child is gone
+        self._failure_code: str | None = None  # of the failure being reported
         self._build()
         if devices is not None:
             fill_combo(self.device, devices.devices)
@@ -103,6 +110,7 @@ class RunPanel(QWidget):
         self.runner.progress.connect(self._on_progress)
         self.runner.sample.connect(self._on_sample)
         self.runner.result.connect(self._on_result)
+        self.runner.failed.connect(self._on_failed)
         self.runner.error.connect(self._on_error)
         self.runner.log.connect(self._on_log)
         self.runner.finished.connect(self._on_finished)
@@ -411,13 +419,17 @@ class RunPanel(QWidget):
             f"on {record.result.get('device_name') or record.spec.device}.")
         self.run_finished.emit(record)
 
+    def _on_failed(self, failure) -> None:
+        self._failure_code = failure.code  # read by _on_error, which follows at once
+
     def _on_error(self, message: str, details: str) -> None:
         record = self._current
         if record is not None:
             record.state = "failed"
             if not record.series.n:  # nothing to compare: do not leave an empty legend entry
                 self._drop(record)
-        if TRUST_WORDS in message and record is not None and not record.spec.trust:
+        untrusted, self._failure_code = self._failure_code == UNTRUSTED, None
+        if untrusted and record is not None and not record.spec.trust:
             if self.confirm_trust(message):
                 self._current = None
                 self._resume_trusted = True
