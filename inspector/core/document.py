@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from inspector.core.archive import Archive, open_archive
-from inspector.core.errors import InspectorError
+from inspector.core.errors import ArchiveError, InspectorError
 from inspector.core.frames import parse_module_stack
 from inspector.core.listing import CLASS, RETURN, Listing, render_listing
-from inspector.core.dtypes import DTYPE_ITEMSIZE, DTYPE_NAMES
-from inspector.core.program import Node, Program
+from inspector.core.dtypes import DTYPE_ITEMSIZE
+from inspector.core.program import Node, Program, TensorMeta, parse_tensor_meta
 from inspector.core.search import SearchIndex
 
 
@@ -282,22 +282,18 @@ def _weights(archive: Archive, name: str, program: Program) -> list[WeightRow]:
 
 
 def _weight_row(fqn: str, entry: dict[str, Any], meta: dict[str, Any], kind: str) -> WeightRow:
-    sizes = []
-    for s in meta.get("sizes") or []:
-        if isinstance(s, dict) and "as_int" in s:
-            sizes.append(s["as_int"])
-        else:
-            sizes.append("?")
-    dtype = meta.get("dtype") if isinstance(meta.get("dtype"), int) else 0
-    dev = meta.get("device") or {}
-    device = str(dev.get("type", "?")) if isinstance(dev, dict) else "?"
-    if isinstance(dev, dict) and dev.get("index") is not None:
-        device += f":{dev['index']}"
-    nbytes: int | None = DTYPE_ITEMSIZE.get(dtype)
-    for s in sizes:
-        nbytes = nbytes * s if (nbytes is not None and isinstance(s, int)) else None
+    """One weights/constants config entry, its tensor_meta decoded by the program parser
+    (one decoder of the serialized TensorMeta)."""
+    try:
+        tm: TensorMeta | None = parse_tensor_meta(meta, f"{kind} {fqn}")
+    except ArchiveError:  # a damaged entry still gets its row
+        tm = None
+    if tm is None:
+        shape, dtype, device, nbytes = "[?]", "dtype?", "?", None
+    else:
+        shape, dtype, device = tm.shape_text(), tm.dtype_name, str(tm.device)
+        nbytes = tm.nbytes() if tm.dtype in DTYPE_ITEMSIZE else None
     return WeightRow(
-        fqn=fqn, kind=kind, shape="[" + ", ".join(str(s) for s in sizes) + "]",
-        dtype=DTYPE_NAMES.get(dtype, f"dtype{dtype}"), device=device, nbytes=nbytes,
+        fqn=fqn, kind=kind, shape=shape, dtype=dtype, device=device, nbytes=nbytes,
         record=str(entry.get("path_name", "")), pickled=bool(entry.get("use_pickle")),
     )

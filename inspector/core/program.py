@@ -597,3 +597,8 @@ def _str(v: Any, where: str, what: str) -> str:
     if not isinstance(v, str):
         raise ArchiveError(f"{where}: {what} is not a string")
     return v
+
+
+def parse_tensor_meta(raw: Any, where: str = "tensor_meta") -> TensorMeta:
+    """A serialized TensorMeta (e.g. a weights config entry's), decoded like the graph's."""
+    return _tensor_meta(raw, where)

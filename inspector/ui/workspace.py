@@ -206,7 +206,8 @@ class Workspace(QObject):
                 self._loads -= 1
                 if self._loads == 0:
                     self.busyChanged.emit(False)
-                    QTimer.singleShot(0, self.loadsFinished.emit)
+                    # queued with the workspace as context: never after it is gone
+                    QTimer.singleShot(0, self, self.loadsFinished.emit)
 
         def done(value) -> None:
             ended()  # first: what on_done shows may ask is_busy()

@@ -365,7 +365,7 @@ def test_screenshot_of_the_demo_writes_a_png(tmp_path):
 def test_big_programs_paint_before_their_index(qtbot, window, toy_archive, monkeypatch):
     """Above SPLIT_ABOVE_NODES the listing shows first and search waits for the
     index built in the background (forced here on the toy by a zero threshold)."""
-    from inspector.ui import document
+    from inspector.core import document
 
     monkeypatch.setattr(document, "SPLIT_ABOVE_NODES", 0)
     shown = []

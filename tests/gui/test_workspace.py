@@ -70,16 +70,17 @@ def test_a_newer_task_with_the_same_key_drops_the_stale_result(qtbot, group):
 
 
 def test_close_runs_its_callback_only_after_the_running_task_returned(qtbot, group):
-    gate, returned, closed = threading.Event(), threading.Event(), []
+    gate, started, returned, closed = threading.Event(), threading.Event(), threading.Event(), []
 
     def slow():
+        started.set()
         gate.wait(5)
         returned.set()
         return "late"
 
     got = []
     group.start(slow, on_done=got.append)
-    qtbot.waitUntil(lambda: group.pool.activeThreadCount() == 1, timeout=5000)
+    assert started.wait(5)  # running (a task taken but not yet started would be skipped)
     group.close(lambda: closed.append(returned.is_set()))
     assert closed == []  # still running: the archive must stay open
     gate.set()

@@ -44,6 +44,8 @@ from inspector.core.errors import InspectorError
 from inspector.ui.device_list import DeviceSource
 from inspector.ui.tasks import Task, TaskGroup
 from inspector.ui.widgets.findings_tree import FINDING_ROLE, SEVERITY_COLORS, FindingsTree, plural
+from inspector.ui.widgets.status_area import StatusArea
+from inspector.ui.widgets.theme import current_theme
 from inspector.ui.workspace import Document, Workspace
 
 NO_TARGET = "(any device)"
@@ -131,9 +133,8 @@ class AuditPanel(QWidget):
         self.detail = QTextBrowser()
         self.detail.setMaximumHeight(96)
         self.detail.setPlaceholderText("Select a finding to read what it means and how to fix it.")
-        self.status = QLabel()
-        self.status.setWordWrap(True)
-        self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.status_area = StatusArea()
+        self.status = self.status_area.label  # the status line (plain text)
 
         layout = QVBoxLayout(self)
         layout.addWidget(self.archive_label)
@@ -141,7 +142,7 @@ class AuditPanel(QWidget):
         layout.addWidget(self.counts_label)
         layout.addWidget(self.split, 1)
         layout.addWidget(self.detail)
-        layout.addWidget(self.status)
+        layout.addWidget(self.status_area)
 
         self.target.currentIndexChanged.connect(self._target_changed)
         self.target.lineEdit().editingFinished.connect(self._target_changed)
@@ -189,7 +190,8 @@ class AuditPanel(QWidget):
 
     def _target_changed(self, *_: object) -> None:
         problem = self._target_problem()
-        self.target.setStyleSheet("" if not problem else "QComboBox { border: 1px solid #d32f2f; }")
+        self.target.setStyleSheet("" if not problem else "QComboBox { border: 1px solid %s; }"
+                                  % current_theme().severity["error"].name())
         self._update_buttons()
         if problem:
             self._set_status(problem, error=True)
@@ -397,8 +399,7 @@ class AuditPanel(QWidget):
             self._audit_task.finished.wait(5.0)
 
     def _set_status(self, text: str, error: bool = False) -> None:
-        self.status.setStyleSheet("color: #c62828;" if error else "")
-        self.status.setText(text)
+        self.status_area.set_status(text, error)
 
 
 def _counts_text(report: AuditReport, what: str) -> str:

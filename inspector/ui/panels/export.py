@@ -48,15 +48,25 @@ from inspector.ui.job_runner import (
     check_export_output,
     cleanup_partial,
 )
-from inspector.ui.widgets.range_table import RangeCompareTable, compare_files
 from inspector.ui.tasks import TaskGroup
+from inspector.ui.widgets.range_table import RangeCompareTable, compare_files
+from inspector.ui.widgets.status_area import StatusArea
+from inspector.ui.widgets.theme import current_theme
 from inspector.ui.workspace import Workspace
 
 # Last options (QSettings via inspector/ui/settings.py, next to the window's own keys).
 LAST_SPEC_KEY = "export/last_spec"  # ExportSpec.to_json() as JSON text
 LAST_OUTPUT_KEY = "export/last_output"
-_INVALID_STYLE = "QSpinBox { border: 1px solid #d32f2f; background: rgba(211, 47, 47, 0.12); }"
-_ERROR_COLOR = "#c62828"
+
+
+def _error_color() -> str:
+    return current_theme().severity["error"].name()
+
+
+def _invalid_style() -> str:
+    c = current_theme().severity["error"]
+    return (f"QSpinBox {{ border: 1px solid {c.name()}; "
+            f"background: rgba({c.red()}, {c.green()}, {c.blue()}, 0.12); }}")
 PRESET_NOTES = {
     "tiny": "hidden 64, 2 layers: exports in seconds",
     "seed": "the blog's ViT-base + GPT-2 (201M parameters): about 15 s and 2 GB of memory",
@@ -133,7 +143,7 @@ class DimEditor(QWidget):
             elif "min is" in message:
                 bad = {self.min_spin}
         for spin in (self.min_spin, self.max_spin, self.example_spin):
-            spin.setStyleSheet(_INVALID_STYLE if spin in bad else "")
+            spin.setStyleSheet(_invalid_style() if spin in bad else "")
             spin.setProperty("invalid", spin in bad)
         self.setToolTip(message or "")
 
@@ -252,7 +262,7 @@ class ExportPanel(QWidget):
 
         self.problem = QLabel()
         self.problem.setWordWrap(True)
-        self.problem.setStyleSheet(f"color: {_ERROR_COLOR};")
+        self.problem.setStyleSheet(f"color: {_error_color()};")
         self.problem.setTextInteractionFlags(Qt.TextSelectableByMouse)
 
         self.export_button = QPushButton("Export")
@@ -272,21 +282,10 @@ class ExportPanel(QWidget):
         actions.addWidget(self.progress, 1)
         self.progress.setMinimumWidth(80)
 
-        self.status = QLabel()
-        self.status.setWordWrap(True)
-        self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        self.details_button = QToolButton()
-        self.details_button.setText("Details")
-        self.details_button.setCheckable(True)
-        self.details_button.setToolButtonStyle(Qt.ToolButtonTextBesideIcon)
-        self.details_button.setArrowType(Qt.RightArrow)
-        self.details_button.hide()
-        self.details = QPlainTextEdit()
-        self.details.setReadOnly(True)
-        self.details.setLineWrapMode(QPlainTextEdit.NoWrap)
-        self.details.setMaximumHeight(180)
-        self.details.hide()
-        self.details_button.toggled.connect(self._toggle_details)
+        self.status_area = StatusArea(details_height=180)
+        self.status = self.status_area.label  # the status line (plain text)
+        self.details_button = self.status_area.details_button
+        self.details = self.status_area.details
 
         self.compare_box = QGroupBox("Range constraints: before / after")
         self.compare_table = RangeCompareTable()
@@ -299,9 +298,7 @@ class ExportPanel(QWidget):
         layout.addLayout(form)
         layout.addWidget(self.problem)
         layout.addLayout(actions)
-        layout.addWidget(self.status)
-        layout.addWidget(self.details_button, 0, Qt.AlignLeft)
-        layout.addWidget(self.details)
+        layout.addWidget(self.status_area)
         layout.addWidget(self.compare_box, 1)
         layout.addStretch(0)
 
@@ -382,7 +379,7 @@ class ExportPanel(QWidget):
         self.batch.set_problem(found.get("batch"))
         self.seq.set_problem(found.get("seq_len"))
         self.output.setStyleSheet("" if "output" not in found else
-                                  f"QLineEdit {{ border: 1px solid {_ERROR_COLOR}; }}")
+                                  f"QLineEdit {{ border: 1px solid {_error_color()}; }}")
         self.problem.setText("\n".join(found.values()))
         self.problem.setVisible(bool(found))
         self.export_button.setEnabled(not found and not self.runner.is_running())
@@ -427,7 +424,7 @@ class ExportPanel(QWidget):
 
     def cancel(self) -> None:
         if self.runner.cancel():
-            self.status.setText("Export cancelled; nothing was written.")
+            self.status_area.set_status("Export cancelled; nothing was written.")
 
     def shutdown(self) -> None:
         self.runner.shutdown()
@@ -448,8 +445,7 @@ class ExportPanel(QWidget):
             parts.append(f"{size / 1e6:.1f} MB")
         if isinstance(secs, (int, float)):
             parts.append(f"{secs:.1f} s")
-        self.status.setStyleSheet("")
-        self.status.setText(", ".join(parts) + ".")
+        self.status_area.set_status(", ".join(parts) + ".")
         self.progress.setValue(1000)
         self.progress.setFormat("done")
         self._show_comparison(self._before, path)
@@ -462,13 +458,10 @@ class ExportPanel(QWidget):
     def _on_error(self, message: str, details: str) -> None:
         self.progress.setFormat("failed")
         head, fix = split_fix(message)
-        text = f"<b>Export failed:</b> {_html(head)}"
+        text = f"Export failed: {head}"
         if fix:
-            text += f"<br><b>Suggested fix:</b> <code>{_html(fix)}</code>"
-        self.status.setStyleSheet(f"color: {_ERROR_COLOR};")
-        self.status.setText(text)
-        self.details.setPlainText(details or message)
-        self.details_button.show()
+            text += f"\nSuggested fix: {fix}"
+        self.status_area.set_status(text, error=True, details=details or message)
         self.export_failed.emit(message, details)
 
     def _on_finished(self) -> None:
@@ -488,15 +481,7 @@ class ExportPanel(QWidget):
             self.validate()
 
     def _clear_outcome(self) -> None:
-        self.status.setText("")
-        self.status.setStyleSheet("")
-        self.details.clear()
-        self.details_button.setChecked(False)
-        self.details_button.hide()
-
-    def _toggle_details(self, on: bool) -> None:
-        self.details.setVisible(on)
-        self.details_button.setArrowType(Qt.DownArrow if on else Qt.RightArrow)
+        self.status_area.clear()
 
     def _show_comparison(self, before: str | None, after: str) -> None:
         # Both programs are parsed to label the symbols: seconds on a big archive, so
@@ -512,7 +497,7 @@ class ExportPanel(QWidget):
             self.compared.emit()
 
         def failed(message: str, _details: str) -> None:
-            self.status.setText(self.status.text() + f" (cannot compare ranges: {message})")
+            self.status_area.append(f" (cannot compare ranges: {message})")
 
         self.tasks.start(compare_files, before, after, on_done=show, on_fail=failed,
                          key="compare")

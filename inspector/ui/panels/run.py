@@ -53,9 +53,9 @@ from inspector.ui.job_runner import (
     RunSpecError,
 )
 from inspector.ui.widgets.latency_chart import LatencyChart, Series
+from inspector.ui.widgets.status_area import StatusArea
 from inspector.ui.workspace import Workspace
 
-_ERROR_COLOR = "#c62828"
 STAT_COLUMNS = ("Run", "p50 ms", "p90 ms", "p99 ms", "tokens/s", "total ms", "encoder ms",
                 "tokens")
 RUN_OPTIONS_KEY = "run/last_options"  # QSettings: the options of the last run, as JSON
@@ -178,21 +178,10 @@ class RunPanel(QWidget):
         self.stats.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.stats.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
         self.stats.horizontalHeader().setSectionResizeMode(0, QHeaderView.Stretch)
-        self.status = QLabel()
-        self.status.setWordWrap(True)
-        self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        self.details_button = QToolButton()
-        self.details_button.setText("Details")
-        self.details_button.setCheckable(True)
-        self.details_button.setToolButtonStyle(Qt.ToolButtonTextBesideIcon)
-        self.details_button.setArrowType(Qt.RightArrow)
-        self.details_button.hide()
-        self.details = QPlainTextEdit()
-        self.details.setReadOnly(True)
-        self.details.setLineWrapMode(QPlainTextEdit.NoWrap)
-        self.details.setMaximumHeight(160)
-        self.details.hide()
-        self.details_button.toggled.connect(self._toggle_details)
+        self.status_area = StatusArea(details_height=160)
+        self.status = self.status_area.label  # the status line (plain text)
+        self.details_button = self.status_area.details_button
+        self.details = self.status_area.details
         self.clear_button = QPushButton("Clear")
         self.clear_button.setToolTip("remove every run from the chart")
         self.save_results_button = QPushButton("Save results…")
@@ -226,8 +215,7 @@ class RunPanel(QWidget):
         col.addLayout(form)
         col.addLayout(run_row)
         col.addWidget(self.progress)
-        col.addWidget(self.status)
-        col.addWidget(self.details_button, 0, Qt.AlignLeft)
+        col.addWidget(self.status_area)
         col.addStretch(1)
         col.addLayout(save_row)
 
@@ -244,7 +232,6 @@ class RunPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addLayout(body, 1)
-        layout.addWidget(self.details)
 
         self.run_button.clicked.connect(self.start_run)
         self.stop_button.clicked.connect(self.stop)
@@ -371,7 +358,7 @@ class RunPanel(QWidget):
         record = self._current
         if self.runner.cancel() and record is not None:
             record.state = "stopped"
-            self.status.setText(f"Stopped {record.label} after {record.series.n} tokens.")
+            self.status_area.set_status(f"Stopped {record.label} after {record.series.n} tokens.")
 
     def shutdown(self) -> None:
         self.runner.shutdown()
@@ -400,8 +387,7 @@ class RunPanel(QWidget):
 
     def _on_log(self, level: str, message: str) -> None:
         if level != "info":
-            self.status.setStyleSheet("")
-            self.status.setText(f"{level}: {message}")
+            self.status_area.set_status(f"{level}: {message}")
 
     def _on_result(self, event: dict[str, Any]) -> None:
         record = self._current
@@ -412,8 +398,7 @@ class RunPanel(QWidget):
         self.chart.redraw(force_hist=True)
         self._fill_row(self.records.index(record), record)
         tps = record.result.get("tokens_per_s")
-        self.status.setStyleSheet("")
-        self.status.setText(
+        self.status_area.set_status(
             f"{record.label}: {record.result.get('tokens', '?')} tokens, "
             f"p50 {_num(record.result.get('p50_ms'))} ms, {_num(tps)} tokens/s "
             f"on {record.result.get('device_name') or record.spec.device}.")
@@ -548,26 +533,18 @@ class RunPanel(QWidget):
         except OSError as exc:
             self._show_error(f"cannot save {path} ({exc.strerror or exc})", "")
         else:
-            self.status.setStyleSheet("")
-            self.status.setText(f"Saved {path}.")
+            self.status_area.set_status(f"Saved {path}.")
 
     # -- messages --
     def _show_error(self, message: str, details: str) -> None:
         self.progress.setFormat("failed")
-        self.status.setStyleSheet(f"color: {_ERROR_COLOR};")
-        self.status.setText(f"Run failed: {message}")
-        self.details.setPlainText(details or message)
+        self.status_area.set_status(f"Run failed: {message}", error=True)
+        self.status_area.details.setPlainText(details or message)
         self.details_button.setVisible(bool(details))
 
     def _clear_message(self) -> None:
-        self.status.setText("")
-        self.status.setStyleSheet("")
-        self.details_button.setChecked(False)
-        self.details_button.hide()
+        self.status_area.clear()
 
-    def _toggle_details(self, on: bool) -> None:
-        self.details.setVisible(on)
-        self.details_button.setArrowType(Qt.DownArrow if on else Qt.RightArrow)
 
 
 def _num(v: Any) -> str:
