@@ -50,12 +50,6 @@ class Device:
     def __str__(self) -> str:
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
-    def torch_repr(self) -> str:
-        """As FX prints a torch.device argument."""
-        if self.index is None:
-            return f"device(type={self.type!r})"
-        return f"device(type={self.type!r}, index={self.index})"
-
 
 @dataclass(slots=True)
 class TensorMeta:

@@ -112,7 +112,7 @@ def bench_export(app: QApplication, archive: Path) -> None:
         hb.start()
         t0 = time.perf_counter()
         panel.start_export()
-        wait(panel.archive_exported, 600)
+        wait(panel.archiveExported, 600)
         job_s = time.perf_counter() - t0
         beats = list(hb.beats)
         during = hb.stop()

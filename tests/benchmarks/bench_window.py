@@ -117,11 +117,11 @@ def first_paint(app, window, path: Path) -> tuple[float, float, object]:
 
     t0 = time.perf_counter()
     loop = QEventLoop()
-    window.archive_opened.connect(loop.quit)
+    window.archiveOpened.connect(loop.quit)
     QTimer.singleShot(300_000, loop.quit)
     window.open_archive(path)
     loop.exec()
-    window.archive_opened.disconnect(loop.quit)
+    window.archiveOpened.disconnect(loop.quit)
     tab = window.current_tab()
     tab.listing.viewport().repaint()
     app.processEvents()

@@ -33,9 +33,8 @@ def _click_line(qtbot, tab, line: int, column: int = 0, modifier=Qt.KeyboardModi
     view = tab.listing
     view.ensure_visible(line)
     view.horizontalScrollBar().setValue(0)
-    y = int((line - view.first_visible_line()) * view._lh + view._lh / 2)
-    x = int(view._gutter + 4 + column * view._cw + view._cw / 2)
-    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, modifier, QPoint(x, y))
+    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, modifier,
+                     view.point_at(line, column))
 
 
 def test_open_shows_the_listing_and_counts(window, toy_tab, toy_archive):
@@ -113,7 +112,7 @@ def test_click_a_node_shows_details_and_its_source(qtbot, window, toy_tab):
     # this source line produced this node (and maybe others): count + next/prev
     expected = toy_tab.view.index.source_lines(inner.file, inner.line)
     assert line in expected
-    assert window._source_nodes == expected
+    assert window.source_nodes() == expected
     assert f"{len(expected)} node" in window.source.nodes_label.text()
 
 
@@ -277,7 +276,7 @@ def test_drop_files_opens_tabs(qtbot, window, toy_archive):
     mime.setUrls([QUrl.fromLocalFile(str(toy_archive))])
     event = QDropEvent(QPointF(200, 200), Qt.DropAction.CopyAction, mime,
                        Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
-    with qtbot.waitSignal(window.archive_opened, timeout=60000) as blocker:
+    with qtbot.waitSignal(window.archiveOpened, timeout=60000) as blocker:
         window.dropEvent(event)
     assert blocker.args == [str(toy_archive)]
     assert window.tabs.count() == 1
@@ -369,7 +368,7 @@ def test_big_programs_paint_before_their_index(qtbot, window, toy_archive, monke
 
     monkeypatch.setattr(document, "SPLIT_ABOVE_NODES", 0)
     shown = []
-    window.archive_opened.connect(lambda p: shown.append(window.current_tab().view.complete))
+    window.archiveOpened.connect(lambda p: shown.append(window.current_tab().view.complete))
     with qtbot.waitSignal(window.loadsFinished, timeout=60000):
         window.open_archive(toy_archive)
     assert shown == [False]  # painted before the index existed

@@ -57,7 +57,7 @@ def test_draws_a_real_run_and_stays_responsive(qtbot, panel, toy, tmp_path):
     redraws_while_running: list[int] = []
     panel.chart.redrawn.connect(
         lambda: redraws_while_running.append(1) if panel.runner.is_running() else None)
-    with qtbot.waitSignal(panel.run_finished, timeout=300_000) as blocker:
+    with qtbot.waitSignal(panel.runFinished, timeout=300_000) as blocker:
         assert panel.start_run()
         assert panel.stop_button.isEnabled() and not panel.run_button.isEnabled()
     heart.stop()
@@ -84,7 +84,7 @@ def test_draws_a_real_run_and_stays_responsive(qtbot, panel, toy, tmp_path):
     # A second run (eager) overlays the first, with a legend entry each.
     panel.mode.setCurrentIndex(panel.mode.findData("eager"))
     panel.max_tokens.setValue(4)
-    with qtbot.waitSignal(panel.run_finished, timeout=300_000) as blocker:
+    with qtbot.waitSignal(panel.runFinished, timeout=300_000) as blocker:
         assert panel.start_run()
     eager = blocker.args[0]
     legend = panel.chart.plot.plotItem.legend

@@ -159,7 +159,7 @@ def test_the_window_paints_annotation_layers(qtbot, window, toy_tab):
     nodes = [n for n in view.program.all_nodes() if n.name][:3]
     heat = {n.name: Heat(float(i + 1), f"{i + 1}.0 ms", "self time") for i, n in enumerate(nodes)}
     marks = {nodes[0].name: Mark(ERROR, "fails on meta: no kernel")}
-    gutter = toy_tab.listing._gutter  # noqa: SLF001 - the heat column widens it
+    gutter = toy_tab.listing.gutter_width()  # the heat column widens it
     window.workspace.annotate(toy_tab.doc, view.name,
                               AnnotationLayer("profile", marks=marks, heat=heat, title="time"))
     first = view.listing.line_of(nodes[0])
@@ -169,7 +169,7 @@ def test_the_window_paints_annotation_layers(qtbot, window, toy_tab):
     assert toy_tab.listing.line_heat()[view.listing.line_of(nodes[2])].level == 1.0
     tip = toy_tab.listing.gutter_tooltip(first)
     assert tip.split("\n") == ["time: 1.0 ms", "self time", "fails on meta: no kernel"]
-    assert toy_tab.listing._gutter > gutter  # noqa: SLF001
+    assert toy_tab.listing.gutter_width() > gutter
     window.workspace.clear_annotations(toy_tab.doc, "profile")
     assert first not in toy_tab.listing.line_marks() and not toy_tab.listing.line_heat()
-    assert toy_tab.listing._gutter == gutter  # noqa: SLF001
+    assert toy_tab.listing.gutter_width() == gutter

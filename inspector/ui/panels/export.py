@@ -26,7 +26,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QPlainTextEdit,
     QProgressBar,
     QPushButton,
     QSpinBox,
@@ -169,10 +168,10 @@ class DimEditor(QWidget):
 
 class ExportPanel(QWidget):
     """Dim editor + export job. The new archive opens in the Workspace (a tab in the
-    window) and `archive_exported` is emitted."""
+    window) and `archiveExported` is emitted."""
 
-    archive_exported = Signal(str, object)  # path, the job's result event
-    export_failed = Signal(str, str)  # message, details
+    archiveExported = Signal(str, object)  # path, the job's result event
+    exportFailed = Signal(str, str)  # message, details
     compared = Signal()  # the before/after range table is shown
 
     def __init__(self, workspace: Workspace | None = None, devices: DeviceSource | None = None,
@@ -453,7 +452,7 @@ class ExportPanel(QWidget):
         # next export instead of one that would overwrite it.
         self.output.setText(str(next_free(Path(path))))
         self.workspace.open(path)
-        self.archive_exported.emit(path, event)
+        self.archiveExported.emit(path, event)
 
     def _on_error(self, message: str, details: str) -> None:
         self.progress.setFormat("failed")
@@ -462,7 +461,7 @@ class ExportPanel(QWidget):
         if fix:
             text += f"\nSuggested fix: {fix}"
         self.status_area.set_status(text, error=True, details=details or message)
-        self.export_failed.emit(message, details)
+        self.exportFailed.emit(message, details)
 
     def _on_finished(self) -> None:
         self._set_running(False)

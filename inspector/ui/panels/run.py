@@ -30,7 +30,6 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QMessageBox,
-    QPlainTextEdit,
     QProgressBar,
     QPushButton,
     QSpinBox,
@@ -90,7 +89,7 @@ def run_label(spec: RunSpec) -> str:
 
 
 class RunPanel(QWidget):
-    run_finished = Signal(object)  # the RunRecord of a run that ended with a result
+    runFinished = Signal(object)  # the RunRecord of a run that ended with a result
 
     def __init__(self, workspace: Workspace | None = None, devices: DeviceSource | None = None,
                  parent: QWidget | None = None) -> None:
@@ -402,7 +401,7 @@ class RunPanel(QWidget):
             f"{record.label}: {record.result.get('tokens', '?')} tokens, "
             f"p50 {_num(record.result.get('p50_ms'))} ms, {_num(tps)} tokens/s "
             f"on {record.result.get('device_name') or record.spec.device}.")
-        self.run_finished.emit(record)
+        self.runFinished.emit(record)
 
     def _on_failed(self, failure) -> None:
         self._failure_code = failure.code  # read by _on_error, which follows at once

@@ -264,6 +264,16 @@ class ListingView(QAbstractScrollArea):
     def scrollContentsBy(self, dx: int, dy: int) -> None:  # noqa: N802
         self.viewport().update()
 
+    def gutter_width(self) -> int:
+        """Pixels left of the text: line numbers, heat column, marks."""
+        return self._gutter
+
+    def point_at(self, line: int, column: int = 0) -> QPoint:
+        """The viewport point in the middle of character `column` of `line` (0-based)."""
+        x = self._gutter + 4 - self.horizontalScrollBar().value() + (column + 0.5) * self._cw
+        y = (line - self.first_visible_line() + 0.5) * self._lh
+        return QPoint(int(x), int(y))
+
     def line_at(self, pos: QPoint) -> int:
         return self.first_visible_line() + int(pos.y() / self._lh)
 

@@ -189,12 +189,6 @@ class SourcePane(QWidget):
             self._cursor_moved()
         return False
 
-    def pick_line(self, line: int) -> None:
-        """As if the user clicked 1-based `line` of the shown file."""
-        cursor = QTextCursor(self.editor.document().findBlockByNumber(max(0, line - 1)))
-        self.editor.setTextCursor(cursor)
-        self._cursor_moved()
-
     def _cursor_moved(self) -> None:
         if self._quiet or self.missing or self._file is None:
             return

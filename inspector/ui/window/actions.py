@@ -118,8 +118,6 @@ def _cycle_tab(w: MainWindow, step: int) -> None:
 
 
 def _about(w: MainWindow) -> None:
-    try:
-        from inspector.ui.window.about import show_about
-    except ImportError:
-        return
+    from inspector.ui.window.about import show_about  # built on first use
+
     show_about(w)

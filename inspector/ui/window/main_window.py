@@ -50,7 +50,7 @@ FILE_FILTER = "PyTorch export archives (*.pt2);;All files (*)"
 
 
 class MainWindow(QMainWindow):
-    archive_opened = Signal(str)  # path, once its first program is shown
+    archiveOpened = Signal(str)  # path, once its first program is shown
     loadsFinished = Signal()  # no archive or program is loading any more
 
     def __init__(self, parent: QWidget | None = None, remember: bool = True,
@@ -203,7 +203,7 @@ class MainWindow(QMainWindow):
         self._program_shown(tab)
         keys.add_recent_file(doc.path)
         self.refresh_recent()
-        self.archive_opened.emit(str(doc.path))
+        self.archiveOpened.emit(str(doc.path))
         tab.listing.setFocus()
 
     def _current_changed(self, doc: Document | None) -> None:
@@ -439,6 +439,10 @@ class MainWindow(QMainWindow):
         self.dock_source.show()
         self.dock_source.raise_()
         self.source.show_frame(frame)
+
+    def source_nodes(self) -> list[int]:
+        """Listing lines of the nodes made by the source line the Source pane shows."""
+        return list(self._source_nodes)
 
     def _source_line(self, file: str, line: int) -> None:
         view = self.current_view()
