@@ -141,7 +141,7 @@ def bench_export(app: QApplication, archive: Path) -> None:
 def bench_run(app: QApplication, archive: Path, rounds: int, tokens: int, repeats: int) -> None:
     from inspector.jobs.runner import run_job
     from inspector.jobs.spec import RunSpec
-    from inspector.ui import latency_chart
+    from inspector.ui.widgets import latency_chart
     from inspector.ui.panels.run import RunPanel
 
     spec = RunSpec(file=str(archive), batch=1, max_tokens=tokens, warmup=1, repeats=repeats)

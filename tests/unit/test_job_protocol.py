@@ -79,3 +79,4 @@ def test_cli_parent_raises_a_coded_job_error():
     with pytest.raises(JobError, match="usage: python -m inspector.jobs JOB") as info:
         run_job("no-such-job")
     assert info.value.code == p.USAGE and info.value.exit_code == 1
+
