@@ -206,8 +206,9 @@ class Workspace(QObject):
                 self._loads -= 1
                 if self._loads == 0:
                     self.busyChanged.emit(False)
-                    # queued with the workspace as context: never after it is gone
-                    QTimer.singleShot(0, self, self.loadsFinished.emit)
+                    # queued with the workspace as context (never after it is gone), and
+                    # only if what the finished load started (its index) is not running
+                    QTimer.singleShot(0, self, self._maybe_loads_finished)
 
         def done(value) -> None:
             ended()  # first: what on_done shows may ask is_busy()
@@ -218,6 +219,10 @@ class Workspace(QObject):
             on_fail(msg, det)
 
         group.start(fn, *args, on_done=done, on_fail=failed, on_end=ended, key=key)
+
+    def _maybe_loads_finished(self) -> None:
+        if self._loads == 0:
+            self.loadsFinished.emit()
 
     def is_busy(self) -> bool:
         return self._loads > 0
