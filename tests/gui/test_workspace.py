@@ -173,3 +173,31 @@ def test_the_window_paints_annotation_layers(qtbot, window, toy_tab):
     window.workspace.clear_annotations(toy_tab.doc, "profile")
     assert first not in toy_tab.listing.line_marks() and not toy_tab.listing.line_heat()
     assert toy_tab.listing.gutter_width() == gutter
+
+
+def test_a_registered_panel_is_docked_and_follows_the_workspace(qtbot, monkeypatch, toy_archive):
+    """What a new panel does: one PanelSpec in the registry, nothing in the window."""
+    from PySide6.QtWidgets import QLabel
+
+    from inspector.ui.panels import registry
+    from inspector.ui.window.main_window import MainWindow
+
+    class Probe(QLabel):
+        def __init__(self, ws: Workspace) -> None:
+            super().__init__("probe")
+            self.seen: list[str | None] = []
+            ws.currentChanged.connect(lambda doc: self.seen.append(doc and doc.path.name))
+
+    monkeypatch.setattr(registry, "PANELS", [*registry.PANELS, registry.PanelSpec(
+        "probe", "Probe", lambda ws, services: Probe(ws), "bottom")])
+    w = MainWindow(remember=False)
+    qtbot.addWidget(w)
+    try:
+        probe = w.job_panels["probe"]
+        assert w.job_panels.docks["probe"].windowTitle() == "Probe"
+        assert "Probe" in [a.text() for a in w.view_menu.actions()]
+        with qtbot.waitSignal(w.loadsFinished, timeout=60000):
+            w.open_archive(toy_archive)
+        assert probe.seen[-1] == toy_archive.name
+    finally:
+        w.close()

@@ -15,7 +15,8 @@ from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt
 from PySide6.QtWidgets import QDockWidget, QWidget
 
 from inspector.ui.device_list import DeviceSource
-from inspector.ui.panels.registry import PANELS, PanelServices
+from inspector.ui.panels import registry
+from inspector.ui.panels.registry import PanelServices
 from inspector.ui.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ def install_panels(window: MainWindow, workspace: Workspace) -> DockedPanels:
     devices = DeviceSource(window)
     docked = DockedPanels(devices)
     services = PanelServices(devices)
-    for spec in PANELS:
+    for spec in registry.PANELS:  # read now: a panel registered before the window counts
         try:
             panel = spec.factory(workspace, services)
         except Exception:  # a broken panel must not take the window down
