@@ -18,8 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from itertools import groupby
 
-import orjson
-
+from inspector.commands.output import write_json
 from inspector.core.archive import open_archive
 from inspector.core.audit import (
     RULE_TITLES,
@@ -66,8 +65,7 @@ def run(args: argparse.Namespace) -> int:
         findings = audit_archive(archive, target=target, rules=rules, listings=listings,
                                  programs=names)
     if args.json:
-        sys.stdout.write(orjson.dumps([f.as_dict() for f in findings],
-                                      option=orjson.OPT_INDENT_2).decode() + "\n")
+        write_json([f.as_dict() for f in findings])
     else:
         sys.stdout.write(format_report(args.file, findings, target=args.target, rules=rules))
     return exit_code(findings, args.fail_on)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+
+from inspector.commands.output import write_json
 
 NAME = "devices"
 HELP = "list the devices torch sees (cpu, cuda:N with name/memory/capability, mps)"
@@ -20,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
     result = run_job("devices")
     result.pop("event", None)
     if args.json:
-        sys.stdout.write(json.dumps(result, indent=1) + "\n")
+        write_json(result)
         return 0
     for d in result["devices"]:
         mem = f"{d['memory_bytes'] / 2**30:.1f} GiB" if d.get("memory_bytes") else "?"

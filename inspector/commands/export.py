@@ -8,9 +8,9 @@ progress bar on a terminal, and on Ctrl+C cancels the child and removes its part
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from typing import Any
+
+from inspector.commands.output import ProgressBar, event_printer, write_json
 
 NAME = "export"
 HELP = "export the toy image-to-text model with chosen Dim ranges to a .pt2"
@@ -27,26 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
-class ProgressBar:
-    """One line on stderr, redrawn in place; only used when stderr is a terminal."""
-
-    def __init__(self, stream: Any = None, width: int = 30) -> None:
-        self.stream = stream or sys.stderr
-        self.width = width
-        self.enabled = bool(getattr(self.stream, "isatty", lambda: False)())
-
-    def update(self, stage: str, fraction: float) -> None:
-        if not self.enabled:
-            return
-        filled = int(round(fraction * self.width))
-        bar = "#" * filled + "-" * (self.width - filled)
-        self.stream.write(f"\r[{bar}] {fraction * 100:3.0f}% {stage:<20}")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            self.stream.write("\n")
-            self.stream.flush()
+__all__ = ["NAME", "HELP", "add_arguments", "run", "ProgressBar"]  # ProgressBar: moved to output
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,15 +40,8 @@ def run(args: argparse.Namespace) -> int:
     argv = [*spec.to_argv(), "-o", args.output] + (["--separate"] if args.separate else [])
     bar = ProgressBar()
     started: list[Job] = []
-
-    def on_event(event: dict[str, Any]) -> None:
-        if event["event"] == "progress":
-            bar.update(event["stage"], event["fraction"])
-        elif event["event"] == "log" and event.get("level") != "info":
-            sys.stderr.write(f"{event['level']}: {event['message']}\n")
-
     try:
-        result = run_job("export", argv, on_event=on_event, on_start=started.append)
+        result = run_job("export", argv, on_event=event_printer(bar), on_start=started.append)
     except KeyboardInterrupt:
         if started:  # run_job already stopped the child; remove what it staged
             cleanup_partial(args.output, started[0].pid)
@@ -75,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     if args.json:
-        sys.stdout.write(json.dumps(result, indent=1) + "\n")
+        write_json(result)
     else:
         outs = separate_paths(args.output).values() if args.separate else [args.output]
         ranges = result.get("ranges", {})

@@ -16,10 +16,8 @@ from inspector.core.errors import InspectorError
 
 
 def _demo_path() -> Path:
-    try:
-        from inspector.resources import demo_archive
-    except ImportError:  # resources module not there: the checkout layout
-        return Path(__file__).resolve().parents[2] / "resources" / "demo" / "toy-tiny.pt2"
+    from inspector.resources import demo_archive  # finds the checkout's resources/ too
+
     return demo_archive()
 
 
@@ -39,10 +37,9 @@ def run(args: argparse.Namespace) -> int:
         if not f.exists():
             raise InspectorError(f"cannot open {f} (no such file)")
 
-    from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
-    from inspector.ui.main_window import MainWindow
+    from inspector.ui.window.main_window import MainWindow
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("PT2 Inspector")
@@ -59,7 +56,6 @@ def run(args: argparse.Namespace) -> int:
     window.show()
     for f in files:
         window.open_archive(f)
-    del QTimer
     return app.exec()
 
 

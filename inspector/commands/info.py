@@ -8,8 +8,7 @@ import argparse
 import sys
 from typing import Any
 
-import orjson
-
+from inspector.commands.output import write_json
 from inspector.core.archive import open_archive
 from inspector.core.summary import archive_summary, format_size
 
@@ -26,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     with open_archive(args.file) as archive:
         summary = archive_summary(archive)
     if args.json:
-        sys.stdout.write(orjson.dumps(summary, option=orjson.OPT_INDENT_2).decode() + "\n")
+        write_json(summary)
     else:
         sys.stdout.write(format_text(summary))
     return 0

@@ -32,5 +32,5 @@ def run(args: argparse.Namespace) -> int:
             if not args.program:
                 out.write(f"# program: {name}\n")
             out.write(render_listing(program).text())
-            archive._programs.pop(name, None)  # free it: one program in memory at a time
+            archive.forget_program(name)  # free it: one program in memory at a time
     return 0

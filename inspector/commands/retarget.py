@@ -11,8 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-import orjson
-
+from inspector.commands.output import write_json
 from inspector.core.archive import open_archive
 from inspector.core.audit import DEVICE_LITERAL, ERROR, audit_archive
 from inspector.core.device_names import parse_device
@@ -44,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         doc = result.as_dict()
         doc["remaining_off_target"] = remaining
-        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+        write_json(doc)
     else:
         sys.stdout.write(format_result(result, remaining))
     return 0

@@ -7,9 +7,9 @@ on a terminal a status line follows the tokens; Ctrl+C stops the child.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from typing import Any
+
+from inspector.commands.output import ProgressBar, event_printer, write_json
 
 NAME = "run"
 HELP = "time the exported (or eager) toy generator from an archive on a device"
@@ -25,7 +25,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from inspector.commands.export import ProgressBar
     from inspector.jobs.runner import run_job
     from inspector.jobs.spec import RunSpec
 
@@ -35,23 +34,14 @@ def run(args: argparse.Namespace) -> int:
     for note in notes:  # the child gets the fitted spec, so it has nothing to say again
         sys.stderr.write(f"warning: {note}\n")
     bar = ProgressBar()
-
-    def on_event(event: dict[str, Any]) -> None:
-        kind = event["event"]
-        if kind == "progress":
-            bar.update(event["stage"], event["fraction"])
-        elif kind == "sample":
-            bar.update(f"token {event['step'] + 1}: {event['ms']:.2f} ms", 1.0)
-        elif kind == "log" and event.get("level") != "info":
-            sys.stderr.write(f"{event['level']}: {event['message']}\n")
-
+    on_event = event_printer(bar, lambda e: f"token {e['step'] + 1}: {e['ms']:.2f} ms")
     try:
         result = run_job("run", spec.to_argv(), on_event=on_event)
     finally:
         bar.close()
     result.pop("event", None)
     if args.json:
-        sys.stdout.write(json.dumps(result) + "\n")
+        write_json(result)
         return 0
     sys.stdout.write(
         f"{result['mode']}{' + compile' if result['compile'] else ''} on {result['device']} "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import posixpath
+import threading
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -123,6 +124,9 @@ class Archive:
     _zip: zipfile.ZipFile = field(repr=False)
     _programs: dict[str, Program] = field(default_factory=dict, repr=False)
     _program_values: dict[str, int] = field(default_factory=dict, repr=False)  # MAX_JSON_VALUES
+    # The window's tasks and the audit read programs from several threads: one parse
+    # per program, never two racing to fill the cache.
+    _program_lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     # -- lifetime --
     def close(self) -> None:
@@ -229,7 +233,20 @@ class Archive:
         return doc
 
     def program(self, name: str) -> Program:
-        """The parsed program (cached: the listing, search and audit share it)."""
+        """The parsed program (cached: the listing, search and audit share it).
+        Thread-safe: a second caller waits for the first one's parse."""
+        cached = self._programs.get(name)
+        if cached is not None:
+            return cached
+        with self._program_lock:
+            return self._parse_program(name)
+
+    def forget_program(self, name: str) -> None:
+        """Drop the cached parse of `name` (a CLI listing one program after another)."""
+        with self._program_lock:
+            self._programs.pop(name, None)
+
+    def _parse_program(self, name: str) -> Program:
         if name not in self._programs:
             from inspector.core.program import parse_program
 

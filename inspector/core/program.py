@@ -50,12 +50,6 @@ class Device:
     def __str__(self) -> str:
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
-    def torch_repr(self) -> str:
-        """As FX prints a torch.device argument."""
-        if self.index is None:
-            return f"device(type={self.type!r})"
-        return f"device(type={self.type!r}, index={self.index})"
-
 
 @dataclass(slots=True)
 class TensorMeta:
@@ -597,3 +591,8 @@ def _str(v: Any, where: str, what: str) -> str:
     if not isinstance(v, str):
         raise ArchiveError(f"{where}: {what} is not a string")
     return v
+
+
+def parse_tensor_meta(raw: Any, where: str = "tensor_meta") -> TensorMeta:
+    """A serialized TensorMeta (e.g. a weights config entry's), decoded like the graph's."""
+    return _tensor_meta(raw, where)

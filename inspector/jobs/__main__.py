@@ -21,7 +21,7 @@ import traceback
 from collections.abc import Sequence
 
 from inspector.core.errors import InspectorError
-from inspector.jobs.protocol import Emitter
+from inspector.jobs.protocol import CANCELLED, INTERNAL, Emitter, error_code
 
 JOBS = {
     "export": "inspector.jobs.export",
@@ -108,22 +108,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return job.main(args, emitter)
     except InspectorError as exc:
         details = getattr(exc, "details", "") or traceback.format_exc()
-        _safe_emit(emitter, "error", str(exc), details)
+        _safe_emit(emitter, str(exc), details, error_code(exc))
         return EXIT_FAILED
     except JobCancelled:
-        _safe_emit(emitter, "error", "cancelled", "")
+        _safe_emit(emitter, "cancelled", "", CANCELLED)
         return EXIT_CANCELLED
     except BrokenPipeError:
         return EXIT_CANCELLED  # the parent stopped reading: nobody to tell
     except Exception as exc:  # a bug of ours or torch's: still an event, never a bare trace
-        _safe_emit(emitter, "error", f"internal error: {type(exc).__name__}: {exc}",
-                   traceback.format_exc())
+        code = error_code(exc)  # torch's OutOfMemoryError -> "oom"
+        _safe_emit(emitter, f"internal error: {type(exc).__name__}: {exc}",
+                   traceback.format_exc(), INTERNAL if code == "failed" else code)
         return EXIT_FAILED
 
 
-def _safe_emit(emitter: Emitter, kind: str, message: str, details: str) -> None:
+def _safe_emit(emitter: Emitter, message: str, details: str, code: str) -> None:
     try:
-        emitter.error(message, details)
+        emitter.error(message, details, code)
     except (BrokenPipeError, ValueError, OSError):
         pass
 

@@ -38,9 +38,10 @@ IMAGE_SHAPE = (3, 224, 224)
 
 
 class RunError(InspectorError):
-    def __init__(self, message: str, details: str = "") -> None:
+    def __init__(self, message: str, details: str = "", code: str = "failed") -> None:
         super().__init__(message)
         self.details = details
+        self.code = code  # the error event's code (protocol.CODES): "oom", "device", ...
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -269,7 +270,8 @@ def run(spec: RunSpec, emit: Emitter) -> dict[str, Any]:
         gen = build(spec, torch, device, emit)
     except torch.OutOfMemoryError:
         raise RunError(f"out of memory on {device} while loading the model "
-                       "(free the device or use a smaller preset)", traceback.format_exc()) from None
+                       "(free the device or use a smaller preset)", traceback.format_exc(),
+                       "oom") from None
     max_tokens = spec.max_tokens  # already capped at the archive's seq_len max
 
     g = torch.Generator().manual_seed(spec.seed)
@@ -298,7 +300,8 @@ def run(spec: RunSpec, emit: Emitter) -> dict[str, Any]:
                 totals.append(total)
     except torch.OutOfMemoryError:
         raise RunError(f"out of memory on {device} (batch {spec.batch}, {max_tokens} tokens; "
-                       "try a smaller batch or bf16 precision)", traceback.format_exc()) from None
+                       "try a smaller batch or bf16 precision)", traceback.format_exc(),
+                       "oom") from None
     except RuntimeError as exc:
         raise _explain(exc, spec, device) from None
     emit.progress("done", 1.0)
@@ -333,10 +336,10 @@ def _explain(exc: RuntimeError, spec: RunSpec, device: Any) -> RunError:
             f"baked cpu device: the program creates tensors on cpu while its inputs are on "
             f"{device} (run `pt2-inspector audit {spec.file}`, then `pt2-inspector retarget "
             f"{spec.file} --device {device.type} -o OUT.pt2`, or export on {device.type})",
-            details,
+            details, "device",
         )
     if "out of memory" in low:
-        return RunError(f"out of memory on {device} (try a smaller batch)", details)
+        return RunError(f"out of memory on {device} (try a smaller batch)", details, "oom")
     first = (text.strip().splitlines() or [""])[0][:300]
     return RunError(f"the {spec.mode} model failed on {device}: {first}", details)
 
@@ -347,13 +350,13 @@ def check_device(torch: Any, name: str) -> Any:
     try:
         device = torch.device(name)
     except RuntimeError as exc:
-        raise RunError(f"bad device {name!r} ({exc})") from None
+        raise RunError(f"bad device {name!r} ({exc})", code="spec") from None
     if device.type == "cuda" and device.index is None:
         device = torch.device("cuda", 0)
     ids = [d["id"] for d in available(torch)]
     if str(device) not in ids:
         raise RunError(f"device {name} is not available here (torch sees: {', '.join(ids)}; "
-                       "see `pt2-inspector devices`)")
+                       "see `pt2-inspector devices`)", code="device")
     return device
 
 

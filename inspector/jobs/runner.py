@@ -1,15 +1,16 @@
 """Parent side of a job: spawn `python -m inspector.jobs JOB ...`, read its events.
 
 Used by the CLI (export, run, devices). The window drives the same child through a
-QProcess; it can reuse `job_argv`/`child_env` (and the specs' `to_argv`) so both start
-exactly the same command, and `cleanup_partial` after it had to kill an export.
+QProcess (ui/job_runner.py) and reuses `job_argv`/`child_env` (and the specs' `to_argv`)
+so both start exactly the same command, the same kill policy (`signal_group`: SIGTERM to
+the child's process group, SIGKILL to it after KILL_AFTER_S), the same event stream and
+stderr tail (protocol.EventStream), and `cleanup_partial` after it had to kill an export.
 
 Never imports torch: the parent stays light and a crash in torch stays in the child.
 """
 
 from __future__ import annotations
 
-import collections
 import os
 import shutil
 import signal
@@ -22,18 +23,39 @@ from typing import Any
 
 import inspector
 from inspector.core.errors import InspectorError
-from inspector.jobs.protocol import ERROR, RESULT, ProtocolError, decode
+from inspector.jobs.protocol import ERROR, RESULT, EventStream, JobFailure
 
-CANCEL_GRACE_S = 0.5  # SIGTERM first (lets the child remove partial files), then SIGKILL
+# SIGTERM first, so the child can remove a half-written file; SIGKILL after this long.
+# Well under the 1 s a cancel may take, even when torch sits in C++ and ignores SIGTERM.
+KILL_AFTER_S = 0.4
+CANCEL_GRACE_S = KILL_AFTER_S
 
 
 class JobError(InspectorError):
     """The child reported an error event, or died without a result."""
 
-    def __init__(self, message: str, details: str = "", exit_code: int | None = None) -> None:
+    def __init__(self, message: str, details: str = "", exit_code: int | None = None,
+                 code: str = "failed") -> None:
         super().__init__(message)
         self.details = details
         self.exit_code = exit_code
+        self.code = code  # protocol.CODES: "untrusted", "spec", "oom", ...
+
+    @classmethod
+    def of(cls, failure: JobFailure) -> JobError:
+        return cls(failure.message, failure.details, failure.exit_code, failure.code)
+
+
+def signal_group(pid: int, sig: int) -> None:
+    """Signal a child's whole process group (each job leads its own session), so what
+    it spawned (compile workers) goes with it. A group already gone is fine."""
+    try:
+        if hasattr(os, "killpg"):
+            os.killpg(pid, sig)
+        else:  # Windows: no groups
+            os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError, OSError):
+        pass
 
 
 def job_argv(job: str, args: Sequence[str] = ()) -> list[str]:
@@ -67,7 +89,7 @@ class Job:
     def __init__(self, job: str, args: Sequence[str] = (), *,
                  env: dict[str, str] | None = None) -> None:
         self.argv = job_argv(job, args)
-        self._stderr: collections.deque[str] = collections.deque(maxlen=200)
+        self.stream = EventStream(job)
         self.proc = subprocess.Popen(
             self.argv,
             stdin=subprocess.DEVNULL,
@@ -89,34 +111,33 @@ class Job:
     def _drain_stderr(self) -> None:
         assert self.proc.stderr is not None
         for raw in self.proc.stderr:
-            self._stderr.append(raw.decode("utf-8", "replace").rstrip("\n"))
+            self.stream.stderr.feed(raw)
 
-    def stderr_tail(self, lines: int = 40) -> str:
-        return "\n".join(list(self._stderr)[-lines:])
+    def stderr_tail(self) -> str:
+        return self.stream.stderr.text()
 
     def events(self) -> Iterator[dict[str, Any]]:
         assert self.proc.stdout is not None
         for raw in self.proc.stdout:
-            if not raw.strip():
-                continue
-            try:
-                yield decode(raw)
-            except ProtocolError as exc:  # never fatal: show it as a log line
-                yield {"event": "log", "level": "warning", "message": str(exc)}
+            yield from self.stream.feed(raw)
+        yield from self.stream.flush()
         self.proc.wait()
+
+    def failure(self) -> JobFailure | None:
+        """After the child exited: how it failed (None: it sent a result)."""
+        self._reader.join(timeout=1)  # all of stderr is in the tail
+        return self.stream.finish(self.proc.wait(), crashed=(self.proc.returncode or 0) < 0)
 
     def running(self) -> bool:
         return self.proc.poll() is None
 
     def cancel(self, grace: float = CANCEL_GRACE_S) -> int:
         if self.proc.poll() is None:
+            signal_group(self.pid, signal.SIGTERM)
             try:
-                self.proc.send_signal(signal.SIGTERM)
                 self.proc.wait(grace)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
-            except ProcessLookupError:
-                pass
+                signal_group(self.pid, getattr(signal, "SIGKILL", signal.SIGTERM))
         code = self.proc.wait()
         self.close()
         return code
@@ -173,16 +194,11 @@ def run_job(job: str, args: Sequence[str] = (), *,
             if event["event"] == RESULT:
                 result = event
             elif event["event"] == ERROR:
-                child.proc.wait()
-                details = event.get("details") or child.stderr_tail()
-                raise JobError(event.get("message", "job failed"), details, child.proc.returncode)
+                break  # the error event is the last one; its failure follows
+        failure = child.failure()
     finally:
         child.cancel()
-    if result is None:
-        raise JobError(
-            f"the {job} job ended without a result (exit code {child.proc.returncode}; "
-            "it may have crashed or run out of memory)",
-            child.stderr_tail(),
-            child.proc.returncode,
-        )
+    if failure is not None:
+        raise JobError.of(failure)
+    assert result is not None
     return result

@@ -19,7 +19,6 @@ exactly the same module tree from it.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import torch
@@ -123,10 +122,6 @@ def model_from_config(config, seed: int | None = 0) -> nn.Module:
     return model.eval()
 
 
-def build_model(preset: str = "tiny", seed: int = 0) -> nn.Module:
-    return model_from_config(build_config(preset), seed)
-
-
 class DecoderWrapper(nn.Module):
     """The decoder with positional arguments (torch.export's dynamic_shapes are keyed
     by position), returning the logits only.
@@ -176,6 +171,3 @@ def example_inputs(
         dec_args = (*dec_args, torch.arange(seq_len, device=device))
     return (pixels,), dec_args
 
-
-def config_json_text(config) -> str:
-    return json.dumps(config_to_json(config), sort_keys=True, indent=1)

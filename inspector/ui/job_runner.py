@@ -10,29 +10,61 @@ that is running and detaches it first, so nothing from a stale child (a late res
 "cancelled" error event) ever reaches the panel. `cancel()` sends SIGTERM to the child's
 process group (the export job removes its partial file on SIGTERM) and SIGKILL shortly
 after, so the child and anything it spawned are gone within a second.
+
+The bytes are read by inspector.jobs.protocol.EventStream, the same parent-side stream
+the CLI uses (jobs/runner.py), with the same stderr tail and the same kill policy
+(jobs/runner.py's signal_group / KILL_AFTER_S). A failure also comes as `failed`
+(a JobFailure with a `code`: "untrusted", "spec", "oom", ...), so panels never match
+message text. This module is the window's only way into inspector.jobs.
 """
 
 from __future__ import annotations
 
-import collections
-import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
+
 from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, QTimer, Signal
 
-from inspector.jobs.protocol import ERROR, LOG, PROGRESS, RESULT, SAMPLE, ProtocolError, decode
-from inspector.jobs.runner import child_env, job_argv
+from inspector.jobs.protocol import (
+    LOG,
+    PROGRESS,
+    RESULT,
+    SAMPLE,
+    USAGE,
+    EventStream,
+    JobFailure,
+)
+from inspector.jobs.runner import KILL_AFTER_S, child_env, job_argv, signal_group
 
-# SIGTERM first, so the child can remove a half-written file; SIGKILL after this long.
-# Well under the 1 s a cancel may take, even when torch sits in C++ and ignores SIGTERM.
-KILL_AFTER_MS = 400
-STDERR_KEEP_BYTES = 64 * 1024  # the tail of stderr shown as an error's details
-MAX_LINE_BYTES = 64 * 1024 * 1024  # a child that never ends a line is broken, not chatty
+# What panels need of inspector.jobs, re-exported here: the window reaches the jobs only
+# through this module (an import contract in pyproject.toml). All of it imports no torch.
+from inspector.jobs.protocol import CODES, UNTRUSTED  # noqa: E402,F401
+from inspector.jobs.runner import cleanup_partial  # noqa: E402,F401
+from inspector.jobs.spec import (  # noqa: E402,F401
+    BATCH_LIMIT,
+    MODES,
+    PRECISIONS,
+    PRESETS,
+    SEQ_LEN_LIMIT,
+    ExportSpec,
+    ExportSpecError,
+    RunSpec,
+    RunSpecError,
+)
+
+KILL_AFTER_MS = int(KILL_AFTER_S * 1000)
+
+
+def check_export_output(path):  # -> Path
+    """The export job's own check of an output path (no torch imported)."""
+    from inspector.jobs.export import check_output
+
+    return check_output(path)
 
 
 class _Task:
-    """One child process and what we have read from it."""
+    """One child process and the event stream read from it."""
 
     def __init__(self, proc: QProcess, job: str,
                  cleanup: Callable[[int], None] | None) -> None:
@@ -40,36 +72,18 @@ class _Task:
         self.job = job
         self.cleanup = cleanup
         self.pid = 0
-        self.stdout = bytearray()
-        self.stderr = collections.deque[bytes]()
-        self.stderr_bytes = 0
-        self.terminal = False  # a result or error event arrived
-        self.error: tuple[str, str] | None = None
+        self.stream = EventStream(job)
         self.cancelled = False
-
-    def stderr_text(self) -> str:
-        return b"".join(self.stderr).decode("utf-8", "replace").strip()
-
-    def keep_stderr(self, data: bytes) -> None:
-        self.stderr.append(data)
-        self.stderr_bytes += len(data)
-        while self.stderr_bytes > STDERR_KEEP_BYTES and len(self.stderr) > 1:
-            self.stderr_bytes -= len(self.stderr.popleft())
 
     def signal_group(self, sig: int) -> None:
         """Signal the child's whole process group (it leads its own session), so
         helpers it started (compile workers) go with it."""
         if not self.pid:
             return
-        try:
-            if hasattr(os, "killpg"):
-                os.killpg(self.pid, sig)
-            elif sig == getattr(signal, "SIGKILL", None):
-                self.proc.kill()
-            else:
-                self.proc.terminate()
-        except (ProcessLookupError, PermissionError):
-            pass
+        if sys.platform == "win32":
+            self.proc.kill() if sig == getattr(signal, "SIGKILL", None) else self.proc.terminate()
+        else:
+            signal_group(self.pid, sig)
 
 
 class JobRunner(QObject):
@@ -81,6 +95,7 @@ class JobRunner(QObject):
     sample = Signal(object)  # the sample event (dict)
     result = Signal(object)  # the result event (dict)
     error = Signal(str, str)  # message, details
+    failed = Signal(object)  # JobFailure (message, details, code), just before error
     cancelled = Signal()
     finished = Signal()  # after result/error/cancel: the panel may start again
 
@@ -95,11 +110,6 @@ class JobRunner(QObject):
 
     def pid(self) -> int:
         return self._task.pid if self._task else 0
-
-    def live_pids(self) -> list[int]:
-        """Every child of ours that has not been reaped yet (current and cancelled)."""
-        tasks = ([self._task] if self._task else []) + self._dying
-        return [t.pid for t in tasks if t.pid and t.proc.state() != QProcess.NotRunning]
 
     # -- control --
     def start(self, job: str, args: Sequence[str] = (), *,
@@ -129,7 +139,7 @@ class JobRunner(QObject):
         self._task = task
         proc.readyReadStandardOutput.connect(lambda: self._read_stdout(task))
         proc.readyReadStandardError.connect(
-            lambda: task.keep_stderr(proc.readAllStandardError().data()))
+            lambda: task.stream.stderr.feed(proc.readAllStandardError().data()))
         proc.finished.connect(lambda code, status: self._on_finished(task, code, status))
         proc.errorOccurred.connect(lambda err: self._on_error(task, err))
         proc.start()
@@ -144,7 +154,7 @@ class JobRunner(QObject):
             return False
         self._task = None
         task.cancelled = True
-        if task.proc.state() != QProcess.NotRunning:
+        if task.proc.state() != QProcess.ProcessState.NotRunning:
             self._dying.append(task)
             task.signal_group(signal.SIGTERM)
             QTimer.singleShot(KILL_AFTER_MS, self, lambda: self._kill(task))
@@ -156,7 +166,7 @@ class JobRunner(QObject):
         """Cancel and wait until every child is reaped (window close, tests)."""
         self.cancel()
         for task in list(self._dying):
-            if task.proc.state() != QProcess.NotRunning and not task.proc.waitForFinished(
+            if task.proc.state() != QProcess.ProcessState.NotRunning and not task.proc.waitForFinished(
                     KILL_AFTER_MS):
                 task.signal_group(getattr(signal, "SIGKILL", signal.SIGTERM))
                 task.proc.waitForFinished(timeout_ms)
@@ -164,50 +174,30 @@ class JobRunner(QObject):
 
     # -- child I/O --
     def _kill(self, task: _Task) -> None:
-        if task in self._dying and task.proc.state() != QProcess.NotRunning:
+        if task in self._dying and task.proc.state() != QProcess.ProcessState.NotRunning:
             task.signal_group(getattr(signal, "SIGKILL", signal.SIGTERM))
 
     def _read_stdout(self, task: _Task) -> None:
-        task.stdout += task.proc.readAllStandardOutput().data()
+        data = task.proc.readAllStandardOutput().data()
         if task is not self._task:
-            task.stdout.clear()  # detached: read to keep the pipe flowing, then drop
-            return
-        while True:
-            end = task.stdout.find(b"\n")
-            if end < 0:
-                break
-            line = bytes(task.stdout[:end])
-            del task.stdout[:end + 1]
-            self._dispatch(task, line)
+            return  # detached: read to keep the pipe flowing, then drop
+        self._dispatch(task, task.stream.feed(data))
+
+    def _dispatch(self, task: _Task, events: list[dict]) -> None:
+        for event in events:
             if task is not self._task:  # a handler cancelled or restarted us
                 return
-        if len(task.stdout) > MAX_LINE_BYTES:
-            task.stdout.clear()
-            self.log.emit("warning", "the job wrote an over-long line; dropped it")
-
-    def _dispatch(self, task: _Task, line: bytes) -> None:
-        if not line.strip():
-            return
-        try:
-            event = decode(line)
-        except ProtocolError as exc:  # never fatal: show it, keep reading
-            self.log.emit("warning", str(exc))
-            return
-        kind = event["event"]
-        if kind == PROGRESS:
-            self.progress.emit(str(event.get("stage", "")), float(event.get("fraction", 0.0)))
-        elif kind == LOG:
-            self.log.emit(str(event.get("level", "info")), str(event.get("message", "")))
-        elif kind == SAMPLE:
-            self.sample.emit(event)
-        elif kind == RESULT:
-            task.terminal = True
-            self.result.emit(event)
-        elif kind == ERROR:
-            # Held until the child exits, so the details can carry all of stderr.
-            task.terminal = True
-            task.error = (str(event.get("message") or "job failed"),
-                          str(event.get("details") or ""))
+            kind = event["event"]
+            if kind == PROGRESS:
+                self.progress.emit(str(event.get("stage", "")), float(event.get("fraction", 0.0)))
+            elif kind == LOG:
+                self.log.emit(str(event.get("level", "info")), str(event.get("message", "")))
+            elif kind == SAMPLE:
+                self.sample.emit(event)
+            elif kind == RESULT:
+                self.result.emit(event)
+            # an error event is held by the stream until the child exits, so the
+            # details can carry all of stderr
 
     def _on_finished(self, task: _Task, code: int, status: QProcess.ExitStatus) -> None:
         try:
@@ -219,32 +209,29 @@ class JobRunner(QObject):
         if task is not self._task:
             self._reap(task)
             return
-        task.stdout += task.proc.readAllStandardOutput().data()
-        task.keep_stderr(task.proc.readAllStandardError().data())
-        if task.stdout.strip():  # a last line without its newline
-            self._dispatch(task, bytes(task.stdout))
-            task.stdout.clear()
+        self._dispatch(task, task.stream.feed(task.proc.readAllStandardOutput().data()))
+        task.stream.stderr.feed(task.proc.readAllStandardError().data())
+        if task is self._task:
+            self._dispatch(task, task.stream.flush())  # a last line without its newline
         if task is not self._task:
             return
         self._task = None
-        stderr = task.stderr_text()
-        if task.error is not None:
-            message, details = task.error
-            if stderr and stderr not in details:
-                details = f"{details}\n\n--- stderr ---\n{stderr}" if details else stderr
-            self.error.emit(message, details)
-        elif not task.terminal:
-            how = " (it crashed or was killed)" if status == QProcess.CrashExit else ""
-            self.error.emit(f"job ended unexpectedly (exit code {code}){how}", stderr)
+        failure = task.stream.finish(code, crashed=status == QProcess.ExitStatus.CrashExit)
+        if failure is not None:
+            self._fail(failure)
         task.proc.deleteLater()
         self.finished.emit()
 
+    def _fail(self, failure: JobFailure) -> None:
+        self.failed.emit(failure)
+        self.error.emit(failure.message, failure.details)
+
     def _on_error(self, task: _Task, err: QProcess.ProcessError) -> None:
-        if err != QProcess.FailedToStart or task is not self._task:
+        if err != QProcess.ProcessError.FailedToStart or task is not self._task:
             return  # crashes arrive through finished()
         self._task = None
-        self.error.emit(f"could not start the {task.job} job ({task.proc.errorString()})",
-                        f"{task.proc.program()} {' '.join(task.proc.arguments())}")
+        self._fail(JobFailure(f"could not start the {task.job} job ({task.proc.errorString()})",
+                              f"{task.proc.program()} {' '.join(task.proc.arguments())}", USAGE))
         task.proc.deleteLater()
         self.finished.emit()
 

@@ -87,7 +87,7 @@ def ensure_archive(path: str | None) -> Path:
 
 
 def bench_export(app: QApplication, archive: Path) -> None:
-    from inspector.ui.main_window import MainWindow
+    from inspector.ui.window.main_window import MainWindow
 
     window = MainWindow()
     window.resize(1400, 900)
@@ -112,7 +112,7 @@ def bench_export(app: QApplication, archive: Path) -> None:
         hb.start()
         t0 = time.perf_counter()
         panel.start_export()
-        wait(panel.archive_exported, 600)
+        wait(panel.archiveExported, 600)
         job_s = time.perf_counter() - t0
         beats = list(hb.beats)
         during = hb.stop()
@@ -141,8 +141,8 @@ def bench_export(app: QApplication, archive: Path) -> None:
 def bench_run(app: QApplication, archive: Path, rounds: int, tokens: int, repeats: int) -> None:
     from inspector.jobs.runner import run_job
     from inspector.jobs.spec import RunSpec
-    from inspector.ui import latency_chart
-    from inspector.ui.run_panel import RunPanel
+    from inspector.ui.widgets import latency_chart
+    from inspector.ui.panels.run import RunPanel
 
     spec = RunSpec(file=str(archive), batch=1, max_tokens=tokens, warmup=1, repeats=repeats)
     panel = RunPanel()

@@ -117,11 +117,11 @@ def first_paint(app, window, path: Path) -> tuple[float, float, object]:
 
     t0 = time.perf_counter()
     loop = QEventLoop()
-    window.archive_opened.connect(loop.quit)
+    window.archiveOpened.connect(loop.quit)
     QTimer.singleShot(300_000, loop.quit)
     window.open_archive(path)
     loop.exec()
-    window.archive_opened.disconnect(loop.quit)
+    window.archiveOpened.disconnect(loop.quit)
     tab = window.current_tab()
     tab.listing.viewport().repaint()
     app.processEvents()
@@ -183,7 +183,7 @@ def main() -> int:
           f"({time.perf_counter() - t:.1f} s)")
 
     app = QApplication.instance() or QApplication([])
-    from inspector.ui.main_window import MainWindow
+    from inspector.ui.window.main_window import MainWindow
 
     window = MainWindow()
     window.resize(1500, 900)

@@ -51,7 +51,7 @@ def temp_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 @pytest.fixture
 def window(qtbot):
-    from inspector.ui.main_window import MainWindow
+    from inspector.ui.window.main_window import MainWindow
 
     w = MainWindow()
     qtbot.addWidget(w)

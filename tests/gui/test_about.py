@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 
 import inspector  # noqa: E402
 from inspector import resources  # noqa: E402
-from inspector.ui.about import AboutDialog, show_about, version_rows  # noqa: E402
+from inspector.ui.window.about import AboutDialog, show_about, version_rows  # noqa: E402
 from inspector.ui.app_icon import app_icon  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,7 +51,7 @@ def test_about_reads_versions_without_importing_torch():
     code = (
         "import os, sys; os.environ['QT_QPA_PLATFORM'] = 'offscreen'\n"
         "from PySide6.QtWidgets import QApplication; app = QApplication([])\n"
-        "from inspector.ui.about import AboutDialog; d = AboutDialog(); d.show(); app.processEvents()\n"
+        "from inspector.ui.window.about import AboutDialog; d = AboutDialog(); d.show(); app.processEvents()\n"
         "print('torch' in sys.modules, 'transformers' in sys.modules)\n"
         "print(d.versions.toPlainText())\n"
     )
@@ -64,7 +64,7 @@ def test_about_reads_versions_without_importing_torch():
 
 
 def test_missing_optional_package_reads_not_installed(monkeypatch):
-    monkeypatch.setattr("inspector.ui.about._OPTIONAL", ("no-such-dist-pt2",))
+    monkeypatch.setattr("inspector.ui.window.about._OPTIONAL", ("no-such-dist-pt2",))
     assert ("no-such-dist-pt2", "not installed") in version_rows()
 
 

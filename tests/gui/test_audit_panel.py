@@ -109,7 +109,7 @@ def test_cancelled_retarget_writes_nothing(qtbot, audited, tmp_path):
         assert audit.retarget_to("meta", out)
         audit.cancel()
     assert "cancel" in blocker.args[0]
-    audit.queue.wait(5000)
+    audit.tasks.wait(5000)
     assert not out.exists() and list(folder.iterdir()) == []
     assert audit.retarget_button.isEnabled() and window.tabs.count() == 1
 
@@ -123,11 +123,12 @@ def test_bad_target_is_refused_before_running(qtbot, audited):
 
 
 def test_target_choice_is_remembered(qtbot, audited):
-    from inspector.ui.audit_panel import AuditPanel
+    from inspector.ui.panels.audit import AuditPanel
+    from inspector.ui.workspace import Workspace
 
     _window, audit = audited
     audit.set_target("meta")
-    again = AuditPanel()
+    again = AuditPanel(Workspace())
     qtbot.addWidget(again)
     assert again.target_device() == "meta"
     again.shutdown()

@@ -13,7 +13,7 @@ from _panel_helpers import no_leaks, wait_gone  # noqa: E402,F401
 from PySide6.QtCore import Qt  # noqa: E402
 
 from inspector.core.archive import open_archive  # noqa: E402
-from inspector.ui.export_panel import ExportPanel, split_fix  # noqa: E402
+from inspector.ui.panels.export import ExportPanel, split_fix  # noqa: E402
 
 
 @pytest.fixture
@@ -103,7 +103,7 @@ def test_real_tiny_export_from_the_panel_opens_a_new_tab(qtbot, no_leaks, window
     panel.seq.set_values(2, 32, 8)
     stages: list[str] = []
     panel.runner.progress.connect(lambda stage, _f: stages.append(stage))
-    with qtbot.waitSignal(panel.archive_exported, timeout=300_000) as blocker:
+    with qtbot.waitSignal(panel.archiveExported, timeout=300_000) as blocker:
         qtbot.mouseClick(panel.export_button, Qt.LeftButton)
         assert panel.runner.is_running() and panel.cancel_button.isEnabled()
         assert not panel.export_button.isEnabled()
@@ -158,7 +158,7 @@ def test_torch_error_is_shown_with_its_suggested_fix(qtbot, panel, out_dir):
     # Example batch 1 is inside 1:64, so our checks pass; torch specializes it and refuses.
     panel.batch.set_values(1, 64, 1)
     assert panel.validate()
-    with qtbot.waitSignal(panel.export_failed, timeout=300_000) as blocker:
+    with qtbot.waitSignal(panel.exportFailed, timeout=300_000) as blocker:
         assert panel.start_export()
     message, details = blocker.args
     assert "Constraints violated (batch)" in message

@@ -101,7 +101,7 @@ def test_child_dying_without_result_is_an_error(qtbot, runner):
         sys.exit(3)
     """))
     (err,) = rec.of("error")
-    assert err[1] == "job ended unexpectedly (exit code 3)"
+    assert err[1].startswith("the test job ended without a result (exit code 3)")
     assert "Segmentation fault (pretend)" in err[2]
 
 
@@ -171,3 +171,18 @@ def test_new_start_detaches_the_old_task(qtbot, runner):
     qtbot.wait(100)
     assert [e[1]["who"] for e in rec.of("result")] == ["new"]
     assert not rec.of("error")
+
+
+def test_failures_carry_a_code_not_just_text(qtbot, runner):
+    failures = []
+    runner.failed.connect(failures.append)
+    run_to_end(qtbot, runner, script("""
+        import json
+        print(json.dumps({"event": "error", "message": "would run code", "details": "",
+                          "code": "untrusted"}))
+    """))
+    run_to_end(qtbot, runner, script("import sys; sys.exit(3)"))
+    with qtbot.waitSignal(runner.finished, timeout=20000):
+        runner.start("no-such-job")  # the real entry point: a usage error
+    assert [f.code for f in failures] == ["untrusted", "crashed", "usage"]
+    assert failures[1].exit_code == 3

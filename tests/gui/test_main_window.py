@@ -33,9 +33,8 @@ def _click_line(qtbot, tab, line: int, column: int = 0, modifier=Qt.KeyboardModi
     view = tab.listing
     view.ensure_visible(line)
     view.horizontalScrollBar().setValue(0)
-    y = int((line - view.first_visible_line()) * view._lh + view._lh / 2)
-    x = int(view._gutter + 4 + column * view._cw + view._cw / 2)
-    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, modifier, QPoint(x, y))
+    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, modifier,
+                     view.point_at(line, column))
 
 
 def test_open_shows_the_listing_and_counts(window, toy_tab, toy_archive):
@@ -113,7 +112,7 @@ def test_click_a_node_shows_details_and_its_source(qtbot, window, toy_tab):
     # this source line produced this node (and maybe others): count + next/prev
     expected = toy_tab.view.index.source_lines(inner.file, inner.line)
     assert line in expected
-    assert window._source_nodes == expected
+    assert window.source_nodes() == expected
     assert f"{len(expected)} node" in window.source.nodes_label.text()
 
 
@@ -239,12 +238,18 @@ def test_program_switcher_reads_the_other_program(qtbot, window, toy_tab):
     assert toy_tab.view.name == "decoder"
 
 
-def test_select_node_and_gutter_marks(window, toy_tab):
+def test_select_node_and_gutter_marks(qtbot, window, toy_tab):
     line = _line_of_op(toy_tab, "arange")
     node = toy_tab.view.node_at(line)
     toy_tab.listing.set_current_line(0)
     assert window.select_node("decoder", node.name)
     assert toy_tab.listing.current_line() == line
+    # The audit panel publishes its own layer when the archive opens; layers merge.
+    audit = window.job_panels.audit
+    qtbot.waitUntil(lambda: audit.report is not None, timeout=60000)
+    assert toy_tab.listing.line_marks()[line] == "error"  # a device='cpu' literal
+    window.workspace.clear_annotations(toy_tab.doc, "audit")
+    assert toy_tab.listing.line_marks() == {}
     window.set_line_marks({line: "error", line + 1: "warning"})
     assert toy_tab.listing.line_marks() == {line: "error", line + 1: "warning"}
     toy_tab.listing.repaint()  # paints marks without error
@@ -271,7 +276,7 @@ def test_drop_files_opens_tabs(qtbot, window, toy_archive):
     mime.setUrls([QUrl.fromLocalFile(str(toy_archive))])
     event = QDropEvent(QPointF(200, 200), Qt.DropAction.CopyAction, mime,
                        Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
-    with qtbot.waitSignal(window.archive_opened, timeout=60000) as blocker:
+    with qtbot.waitSignal(window.archiveOpened, timeout=60000) as blocker:
         window.dropEvent(event)
     assert blocker.args == [str(toy_archive)]
     assert window.tabs.count() == 1
@@ -327,7 +332,7 @@ def test_no_torch_in_the_window_process(toy_archive):
         from PySide6.QtWidgets import QApplication
         QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, {str(toy_archive.parent / "settings-notorch")!r})
         app = QApplication([])
-        from inspector.ui.main_window import MainWindow
+        from inspector.ui.window.main_window import MainWindow
         w = MainWindow(); w.show()
         loop = QEventLoop(); w.loadsFinished.connect(loop.quit)
         QTimer.singleShot(60000, loop.quit)
@@ -359,11 +364,11 @@ def test_screenshot_of_the_demo_writes_a_png(tmp_path):
 def test_big_programs_paint_before_their_index(qtbot, window, toy_archive, monkeypatch):
     """Above SPLIT_ABOVE_NODES the listing shows first and search waits for the
     index built in the background (forced here on the toy by a zero threshold)."""
-    from inspector.ui import document
+    from inspector.core import document
 
     monkeypatch.setattr(document, "SPLIT_ABOVE_NODES", 0)
     shown = []
-    window.archive_opened.connect(lambda p: shown.append(window.current_tab().view.complete))
+    window.archiveOpened.connect(lambda p: shown.append(window.current_tab().view.complete))
     with qtbot.waitSignal(window.loadsFinished, timeout=60000):
         window.open_archive(toy_archive)
     assert shown == [False]  # painted before the index existed
@@ -394,7 +399,7 @@ def test_dark_palette_switches_the_listing_theme(qtbot, window, toy_tab):
 
 
 def test_source_pane_reads_only_python_sources(tmp_path):
-    from inspector.ui.source_pane import read_source
+    from inspector.ui.widgets.source_pane import read_source
 
     py = tmp_path / "model.py"
     py.write_text("x = 1\n")

@@ -18,7 +18,7 @@ from _panel_helpers import ROOT, no_leaks, wait_gone  # noqa: E402,F401
 from PySide6.QtCore import QTimer  # noqa: E402
 from PySide6.QtGui import QImage  # noqa: E402
 
-from inspector.ui.run_panel import RunPanel, run_label  # noqa: E402
+from inspector.ui.panels.run import RunPanel, run_label  # noqa: E402
 
 
 @pytest.fixture
@@ -57,7 +57,7 @@ def test_draws_a_real_run_and_stays_responsive(qtbot, panel, toy, tmp_path):
     redraws_while_running: list[int] = []
     panel.chart.redrawn.connect(
         lambda: redraws_while_running.append(1) if panel.runner.is_running() else None)
-    with qtbot.waitSignal(panel.run_finished, timeout=300_000) as blocker:
+    with qtbot.waitSignal(panel.runFinished, timeout=300_000) as blocker:
         assert panel.start_run()
         assert panel.stop_button.isEnabled() and not panel.run_button.isEnabled()
     heart.stop()
@@ -84,7 +84,7 @@ def test_draws_a_real_run_and_stays_responsive(qtbot, panel, toy, tmp_path):
     # A second run (eager) overlays the first, with a legend entry each.
     panel.mode.setCurrentIndex(panel.mode.findData("eager"))
     panel.max_tokens.setValue(4)
-    with qtbot.waitSignal(panel.run_finished, timeout=300_000) as blocker:
+    with qtbot.waitSignal(panel.runFinished, timeout=300_000) as blocker:
         assert panel.start_run()
     eager = blocker.args[0]
     legend = panel.chart.plot.plotItem.legend
@@ -144,7 +144,7 @@ def test_needs_torch_message_without_torch(tmp_path):
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
         from PySide6.QtWidgets import QApplication
         app = QApplication([])
-        from inspector.ui.run_panel import RunPanel
+        from inspector.ui.panels.run import RunPanel
         p = RunPanel()
         p.set_archive(sys.argv[1])
         print(p.has_torch, p.torch_banner.isVisibleTo(p), p.run_button.isEnabled(),
@@ -159,7 +159,7 @@ def test_needs_torch_message_without_torch(tmp_path):
 def test_window_process_never_imports_torch(tmp_path):
     code = ("import os, sys; os.environ['QT_QPA_PLATFORM']='offscreen';"
             "from PySide6.QtWidgets import QApplication; app=QApplication([]);"
-            "from inspector.ui.run_panel import RunPanel; p=RunPanel(); p.show();"
+            "from inspector.ui.panels.run import RunPanel; p=RunPanel(); p.show();"
             "app.processEvents(); print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, timeout=120)
@@ -167,7 +167,7 @@ def test_window_process_never_imports_torch(tmp_path):
 
 
 def _fmt(v: float) -> str:
-    from inspector.ui.run_panel import _num
+    from inspector.ui.panels.run import _num
 
     return _num(v)
 

@@ -102,6 +102,7 @@ def test_bad_device_ends_cleanly(tiny_archive):
     assert code == 1
     assert events[-1]["event"] == "error"
     assert "device cuda:3 is not available here (torch sees: cpu" in events[-1]["message"]
+    assert events[-1]["code"] == "device"  # what a parent acts on, not the text
 
 
 def test_archive_without_the_two_programs_ends_cleanly(tiny_archive, tmp_path):
@@ -114,8 +115,9 @@ def test_archive_without_the_two_programs_ends_cleanly(tiny_archive, tmp_path):
 def test_untrusted_archive_is_refused_by_the_run_job(tiny_archive, tmp_path):
     bad = rewrite_archive(tiny_archive, tmp_path / "so.pt2",
                           add={"data/aotinductor/model/model.so": b"\x7fELF"})
-    with pytest.raises(JobError, match="data/aotinductor/model/model.so.*--trust"):
+    with pytest.raises(JobError, match="data/aotinductor/model/model.so.*--trust") as info:
         run_job("run", [str(bad)])
+    assert info.value.code == "untrusted"  # the window asks to trust on this code
 
 
 def test_batch_outside_the_archive_range_is_refused(tiny_archive):

@@ -4,17 +4,14 @@ The audit (inspector/core/audit.py) and retarget (inspector/core/retarget.py) ar
 Python without torch, so they run in a worker thread of this process: no child needed,
 and retargeting to `cuda` works on a machine without a GPU. Findings are grouped by rule
 (with counts) and by group (the device, the package); clicking one selects its node in
-the listing. Findings are marked in the listing's gutter through the window.
+the listing. Findings are marked in the listing's gutter as the "audit" annotation
+layer of the document (Workspace.annotate), with each finding's message as tooltip.
 "Retarget to ..." writes a new archive (progress, Cancel), opens it in a new tab and
 shows the audit before and after side by side.
 """
 
 from __future__ import annotations
 
-import threading
-from collections import Counter, defaultdict
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,75 +31,26 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from inspector.core.annotations import AnnotationLayer
 from inspector.core.audit import ERROR, INFO, WARNING, Finding
+from inspector.core.audit_report import (
+    AUDIT_SOURCE,
+    AuditReport,
+    audit_file,
+    audit_opened,
+    retarget_file,
+)
 from inspector.core.errors import InspectorError
 from inspector.ui.device_list import DeviceSource
-from inspector.ui.findings_tree import FINDING_ROLE, SEVERITY_COLORS, FindingsTree, plural
-from inspector.ui.workers import Work, WorkQueue
+from inspector.ui.tasks import Task, TaskGroup
+from inspector.ui.widgets.findings_tree import FINDING_ROLE, SEVERITY_COLORS, FindingsTree, plural
+from inspector.ui.widgets.status_area import StatusArea
+from inspector.ui.widgets.theme import current_theme
+from inspector.ui.workspace import Document, Workspace
 
 NO_TARGET = "(any device)"
 AUDIT_TARGET_KEY = "audit/target"  # QSettings: the last target device chosen
 TARGET_CHOICES = ("cuda", "cuda:0", "cpu", "mps", "meta", "xpu")
-
-
-# --- work done off the GUI thread (pure Python, no Qt) ---------------------------
-
-@dataclass
-class AuditReport:
-    path: str
-    target: str | None
-    findings: list[Finding]
-
-    def counts(self) -> Counter[str]:
-        return Counter(f.severity for f in self.findings)
-
-    def marks(self) -> dict[str, dict[int, str]]:
-        """program -> {listing line: worst severity}, for the window's gutter."""
-        rank = {ERROR: 0, WARNING: 1, INFO: 2}
-        out: dict[str, dict[int, str]] = defaultdict(dict)
-        for f in self.findings:
-            if f.program is None or f.line is None:
-                continue
-            old = out[f.program].get(f.line)
-            if old is None or rank[f.severity] < rank[old]:
-                out[f.program][f.line] = f.severity
-        return dict(out)
-
-
-def audit_file(path: str, target: str | None) -> AuditReport:
-    from inspector.core.archive import open_archive
-
-    with open_archive(path) as archive:
-        return audit_opened(path, archive, {}, target)
-
-
-def audit_opened(path: str, archive: Any, listings: dict[str, Any],
-                 target: str | None) -> AuditReport:
-    """Audit an archive the window already opened, reusing the listings it built (a
-    big program is parsed and rendered once, not once per panel)."""
-    from inspector.core.audit import audit_archive
-    from inspector.core.device_names import parse_device
-    from inspector.core.listing import render_listing
-    from inspector.ui.document import gc_paused
-
-    device = parse_device(target) if target else None
-    with gc_paused():  # parsing builds millions of small objects: see document.py
-        # Listings give each finding its line: the same lines the window shows.
-        listings = {n: listings.get(n) or render_listing(archive.program(n))
-                    for n in archive.program_names}
-    findings = audit_archive(archive, target=device, listings=listings)
-    return AuditReport(str(path), target, findings)
-
-
-def retarget_file(source: str, output: str, device: str,
-                  progress: Callable[[float], None], cancelled: Callable[[], bool]
-                  ) -> tuple[Any, AuditReport]:
-    from inspector.core.retarget import retarget
-
-    result = retarget(source, output, device, on_progress=lambda f: progress(0.9 * f),
-                      should_cancel=cancelled)
-    progress(0.95)
-    return result, audit_file(str(result.output), device)
 
 
 # --- the panel ----------------------------------------------------------------------
@@ -112,28 +60,25 @@ class AuditPanel(QWidget):
     retargeted = Signal(object, object)  # RetargetResult, AuditReport of the new archive
     failed = Signal(str, str)
 
-    def __init__(self, window: Any = None, devices: DeviceSource | None = None,
+    def __init__(self, workspace: Workspace | None = None, devices: DeviceSource | None = None,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.window = window
-        self.queue = WorkQueue(self)  # our own pool: closing waits for exactly our work
+        self.workspace = workspace if workspace is not None else Workspace(self)
+        # Work on a file no document holds (retarget, audit of a closed archive);
+        # an open document's audit runs on its own tasks (cancelled when it closes).
+        self.tasks = TaskGroup(self.workspace.pool, self)
         self.path: str | None = None
         self.report: AuditReport | None = None
         self.after: AuditReport | None = None
         self.retarget_result: Any = None
         self._cache: dict[tuple[str, str | None, int], AuditReport] = {}
-        self._generation = 0  # one task per panel: stale results are dropped
-        self._cancel = threading.Event()
-        self._retargeting = False
+        self._audit_task: Task | None = None  # the one audit shown next (older: dropped)
+        self._retarget_task: Task | None = None
         self._build()
         if devices is not None:
             devices.changed.connect(self._add_devices)
-        if window is not None:
-            if hasattr(window, "archive_opened"):
-                window.archive_opened.connect(self._on_archive_opened)
-            tabs = getattr(window, "tabs", None)
-            if tabs is not None:
-                tabs.currentChanged.connect(lambda _i: self._follow_window())
+        self.workspace.documentOpened.connect(self._on_document_opened)
+        self.workspace.currentChanged.connect(lambda _doc: self._follow_current())
 
     # -- layout --
     def _build(self) -> None:
@@ -188,9 +133,8 @@ class AuditPanel(QWidget):
         self.detail = QTextBrowser()
         self.detail.setMaximumHeight(96)
         self.detail.setPlaceholderText("Select a finding to read what it means and how to fix it.")
-        self.status = QLabel()
-        self.status.setWordWrap(True)
-        self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.status_area = StatusArea()
+        self.status = self.status_area.label  # the status line (plain text)
 
         layout = QVBoxLayout(self)
         layout.addWidget(self.archive_label)
@@ -198,7 +142,7 @@ class AuditPanel(QWidget):
         layout.addWidget(self.counts_label)
         layout.addWidget(self.split, 1)
         layout.addWidget(self.detail)
-        layout.addWidget(self.status)
+        layout.addWidget(self.status_area)
 
         self.target.currentIndexChanged.connect(self._target_changed)
         self.target.lineEdit().editingFinished.connect(self._target_changed)
@@ -246,7 +190,8 @@ class AuditPanel(QWidget):
 
     def _target_changed(self, *_: object) -> None:
         problem = self._target_problem()
-        self.target.setStyleSheet("" if not problem else "QComboBox { border: 1px solid #d32f2f; }")
+        self.target.setStyleSheet("" if not problem else "QComboBox { border: 1px solid %s; }"
+                                  % current_theme().severity["error"].name())
         self._update_buttons()
         if problem:
             self._set_status(problem, error=True)
@@ -263,15 +208,19 @@ class AuditPanel(QWidget):
             if self.target.findData(dev.id) < 0:
                 self.target.addItem(dev.id, dev.id)
 
-    def _on_archive_opened(self, path: str) -> None:
+    @property
+    def _retargeting(self) -> bool:
+        return self._retarget_task is not None
+
+    def _on_document_opened(self, doc: Document) -> None:
+        path = str(doc.path)
         if self.after is not None and Path(path) == Path(self.after.path):
             self._push_marks(self.after)  # the retarget result's own tab
             return
         self.audit(path)
 
-    def _follow_window(self) -> None:
-        getter = getattr(self.window, "current_archive_path", None)
-        path = getter() if callable(getter) else None
+    def _follow_current(self) -> None:
+        path = self.workspace.current_path()
         if path and path != self.path and not (self.after and Path(path) == Path(self.after.path)):
             self.audit(path)
 
@@ -289,26 +238,19 @@ class AuditPanel(QWidget):
         if cached is not None:
             self._show_report(cached)
             return
-        self._generation += 1
-        gen = self._generation
         self.counts_label.setText("Auditing…")
-        doc = self._window_doc(path)
-        work = (Work(audit_opened, path, doc.archive, {n: v.listing for n, v in doc.views.items()},
-                     target) if doc is not None else Work(audit_file, path, target))
-        self._start(work,
-                    lambda rep: gen == self._generation and self._audited(rep),
-                    lambda msg, det: gen == self._generation and self._failed(msg, det))
-
-    def _window_doc(self, path: str) -> Any:
-        """The window's own opened archive for `path`, when it is the current tab."""
-        tab = getattr(self.window, "current_tab", lambda: None)()
-        doc = getattr(tab, "doc", None)
-        if doc is None or getattr(doc, "archive", None) is None:
-            return None
-        try:
-            return doc if Path(doc.path).resolve() == Path(path).resolve() else None
-        except OSError:
-            return None
+        if self._audit_task is not None:
+            self._audit_task.cancel()  # its result would be stale
+        doc = self.workspace.find(path)
+        if doc is not None:  # reuse the opened archive and the listings already built
+            listings = {n: v.listing for n, v in doc.views.items()}
+            self._audit_task = doc.tasks.start(
+                audit_opened, path, doc.archive, listings, target,
+                on_done=self._audited, on_fail=self._failed, key=AUDIT_SOURCE)
+        else:
+            self._audit_task = self.tasks.start(
+                audit_file, path, target, on_done=self._audited, on_fail=self._failed,
+                key=AUDIT_SOURCE)
 
     def _audited(self, report: AuditReport) -> None:
         self._cache[_cache_key(report.path, report.target)] = report
@@ -324,13 +266,13 @@ class AuditPanel(QWidget):
         self.audited.emit(report)
 
     def _push_marks(self, report: AuditReport) -> None:
-        setter = getattr(self.window, "set_line_marks", None)
-        current = getattr(self.window, "current_archive_path", lambda: None)()
-        if not callable(setter) or not current or Path(current) != Path(report.path):
+        """Publish the findings as the document's "audit" annotation layer."""
+        doc = self.workspace.find(report.path)
+        if doc is None:
             return
-        marks = report.marks()
-        for program in _program_names(report):
-            setter(marks.get(program, {}), program)
+        layers = report.layers()
+        for program in doc.program_names:
+            self.workspace.annotate(doc, program, layers.get(program, AnnotationLayer(AUDIT_SOURCE)))
 
     def _failed(self, message: str, details: str) -> None:
         self.counts_label.setText("")
@@ -342,20 +284,13 @@ class AuditPanel(QWidget):
         f: Finding | None = item.data(0, FINDING_ROLE)
         if f is None or f.program is None or f.node is None:
             return
-        tree = item.treeWidget()
-        select = getattr(self.window, "select_node", None)
-        if callable(select) and self._tree_is_current_tab(tree):
-            select(f.program, f.node)
-
-    def _tree_is_current_tab(self, tree: QTreeWidget) -> bool:
-        """A finding selects its node only in the tab of the archive it came from."""
-        report = self.report if tree is self.before else self.after
-        current = getattr(self.window, "current_archive_path", lambda: None)()
-        if report is None or not current:
-            return False
-        if Path(current) != Path(report.path):
-            self.window.open_archive(report.path)  # shows its tab (opens it if needed)
-        return True
+        # A finding selects its node in the tab of the archive it came from.
+        report = self.report if item.treeWidget() is self.before else self.after
+        if report is None:
+            return
+        doc = self.workspace.open(report.path)  # shows its tab (opens it if needed)
+        if doc is not None:
+            self.workspace.select_node(f.program, f.node, doc)
 
     def _show_detail(self, item: QTreeWidgetItem | None) -> None:
         f = item.data(0, FINDING_ROLE) if item is not None else None
@@ -397,35 +332,35 @@ class AuditPanel(QWidget):
         if self._retargeting or not self.path:
             return False
         self.set_target(device)
-        self._retargeting = True
-        self._cancel.clear()
-        self._generation += 1
-        gen = self._generation
+        if self._audit_task is not None:
+            self._audit_task.cancel()  # the retarget's audit comes next
         self.progress.setValue(0)
         self.progress.setFormat("retarget %p%")
         self.progress.show()
         self._set_status(f"Writing {Path(output).name}…")
+
+        def run(ctx, source: str, out: str, dev: str):
+            return retarget_file(source, out, dev, ctx.progress, ctx.cancelled)
+
+        self._retarget_task = self.tasks.start(
+            run, self.path, str(output), device, context=True, key="retarget",
+            on_progress=lambda f: self.progress.setValue(int(f * 1000)),
+            on_done=self._retargeted, on_fail=self._retarget_failed,
+            on_end=self._retarget_ended)
         self._update_buttons()
-        work = Work(retarget_file)
-        # Progress crosses threads through the signal (queued to the GUI thread).
-        work.args = (self.path, str(output), device, work.signals.progress.emit,
-                     self._cancel.is_set)
-        work.signals.progress.connect(lambda f: self.progress.setValue(int(f * 1000)))
-        self._start(work, lambda value: self._retargeted(gen, value),
-                    lambda msg, det: self._retarget_failed(gen, msg, det))
         return True
 
     def cancel(self) -> None:
-        if self._retargeting:
-            self._cancel.set()
+        if self._retarget_task is not None:
+            self._retarget_task.stop()  # it stops at its next check; failed("cancelled")
             self._set_status("Cancelling…")
 
-    def _retargeted(self, gen: int, value: tuple[Any, AuditReport]) -> None:
-        self._retargeting = False
+    def _retarget_ended(self) -> None:
+        self._retarget_task = None
         self.progress.hide()
         self._update_buttons()
-        if gen != self._generation:
-            return
+
+    def _retargeted(self, value: tuple[Any, AuditReport]) -> None:
         result, report = value
         self.retarget_result = result
         self.after = report
@@ -445,34 +380,26 @@ class AuditPanel(QWidget):
             text += (f"Errors {before.counts()[ERROR]} → {report.counts()[ERROR]}, "
                      f"warnings {before.counts()[WARNING]} → {report.counts()[WARNING]}.")
         self._set_status(text)
-        if self.window is not None and hasattr(self.window, "open_archive"):
-            self.window.open_archive(str(result.output))
+        self.workspace.open(str(result.output))
         self.retargeted.emit(result, report)
 
-    def _retarget_failed(self, gen: int, message: str, details: str) -> None:
-        self._retargeting = False
-        self.progress.hide()
-        self._update_buttons()
-        if gen == self._generation:
-            self._set_status(message, error=True)
-            self.failed.emit(message, details)
+    def _retarget_failed(self, message: str, details: str) -> None:
+        self._set_status(message, error=True)
+        self.failed.emit(message, details)
 
     # -- plumbing --
-    def _start(self, work: Work, on_done: Callable[[Any], Any],
-               on_fail: Callable[[str, str], Any]) -> None:
-        self.queue.submit(work, on_done, on_fail)
-
-    def is_busy(self) -> bool:
-        return self.queue.busy()
-
     def shutdown(self) -> None:
-        self._cancel.set()
-        self._generation += 1
-        self.queue.wait(5000)
+        """Drop every pending outcome and wait for the running work (closing)."""
+        for task in (self._audit_task, self._retarget_task):
+            if task is not None:
+                task.cancel()
+        self.tasks.cancel()
+        self.tasks.wait(5000)
+        if self._audit_task is not None:
+            self._audit_task.finished.wait(5.0)
 
     def _set_status(self, text: str, error: bool = False) -> None:
-        self.status.setStyleSheet("color: #c62828;" if error else "")
-        self.status.setText(text)
+        self.status_area.set_status(text, error)
 
 
 def _counts_text(report: AuditReport, what: str) -> str:
@@ -485,18 +412,6 @@ def _counts_text(report: AuditReport, what: str) -> str:
     return f"{what}{target}: " + " &nbsp; ".join(parts)
 
 
-def _program_names(report: AuditReport) -> list[str]:
-    from inspector.core.archive import open_archive
-
-    try:
-        with open_archive(report.path) as archive:
-            return list(archive.program_names)
-    except InspectorError:
-        return sorted({f.program for f in report.findings if f.program})
-
-
-
-
 def _cache_key(path: str, target: str | None) -> tuple[str, str | None, int]:
     # The file's mtime: a re-export to the same path is a new archive.
     try:
@@ -504,9 +419,6 @@ def _cache_key(path: str, target: str | None) -> tuple[str, str | None, int]:
     except OSError:
         stamp = 0
     return str(path), target, stamp
-
-
-
 
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHeaderView, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
-from inspector.ui.document import ProgramView
+from inspector.core.document import ProgramView
 
 PATH_ROLE = Qt.ItemDataRole.UserRole
 

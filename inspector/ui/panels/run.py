@@ -30,7 +30,6 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QMessageBox,
-    QPlainTextEdit,
     QProgressBar,
     QPushButton,
     QSpinBox,
@@ -42,17 +41,24 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from inspector.jobs.spec import MODES, PRECISIONS, SEQ_LEN_LIMIT, RunSpec, RunSpecError
 from inspector.ui.device_list import DeviceSource, fill_combo
-from inspector.ui.job_runner import JobRunner
-from inspector.ui.latency_chart import LatencyChart, Series
+from inspector.ui.job_runner import (
+    MODES,
+    PRECISIONS,
+    SEQ_LEN_LIMIT,
+    UNTRUSTED,
+    JobRunner,
+    RunSpec,
+    RunSpecError,
+)
+from inspector.ui.widgets.latency_chart import LatencyChart, Series
+from inspector.ui.widgets.status_area import StatusArea
+from inspector.ui.workspace import Workspace
 
-_ERROR_COLOR = "#c62828"
 STAT_COLUMNS = ("Run", "p50 ms", "p90 ms", "p99 ms", "tokens/s", "total ms", "encoder ms",
                 "tokens")
 RUN_OPTIONS_KEY = "run/last_options"  # QSettings: the options of the last run, as JSON
 LIVE_ROW_EVERY = 8  # chart frames between live stats updates (~4 Hz)
-TRUST_WORDS = "would run code when loaded"  # jobs/load.py's UntrustedArchiveError
 
 
 def torch_available() -> bool:
@@ -83,18 +89,19 @@ def run_label(spec: RunSpec) -> str:
 
 
 class RunPanel(QWidget):
-    run_finished = Signal(object)  # the RunRecord of a run that ended with a result
+    runFinished = Signal(object)  # the RunRecord of a run that ended with a result
 
-    def __init__(self, window: Any = None, devices: DeviceSource | None = None,
+    def __init__(self, workspace: Workspace | None = None, devices: DeviceSource | None = None,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.window = window
+        self.workspace = workspace if workspace is not None else Workspace(self)
         self.devices = devices
         self.runner = JobRunner(self)
         self.records: list[RunRecord] = []
         self.archive: str | None = None
         self._current: RunRecord | None = None
         self._resume_trusted = False  # rerun with --trust once the refused child is gone
+        self._failure_code: str | None = None  # of the failure being reported
         self._build()
         if devices is not None:
             fill_combo(self.device, devices.devices)
@@ -102,16 +109,13 @@ class RunPanel(QWidget):
         self.runner.progress.connect(self._on_progress)
         self.runner.sample.connect(self._on_sample)
         self.runner.result.connect(self._on_result)
+        self.runner.failed.connect(self._on_failed)
         self.runner.error.connect(self._on_error)
         self.runner.log.connect(self._on_log)
         self.runner.finished.connect(self._on_finished)
         self.chart.redrawn.connect(self._refresh_live_row)
-        if window is not None:
-            getattr(window, "archive_opened", None) and window.archive_opened.connect(
-                self.set_archive)
-            tabs = getattr(window, "tabs", None)
-            if tabs is not None:
-                tabs.currentChanged.connect(lambda _i: self._follow_window())
+        self.workspace.documentOpened.connect(lambda doc: self.set_archive(str(doc.path)))
+        self.workspace.currentChanged.connect(lambda _doc: self._follow_current())
         self.has_torch = torch_available()
         self._restore()
         self._update_enabled()
@@ -173,21 +177,10 @@ class RunPanel(QWidget):
         self.stats.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.stats.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
         self.stats.horizontalHeader().setSectionResizeMode(0, QHeaderView.Stretch)
-        self.status = QLabel()
-        self.status.setWordWrap(True)
-        self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        self.details_button = QToolButton()
-        self.details_button.setText("Details")
-        self.details_button.setCheckable(True)
-        self.details_button.setToolButtonStyle(Qt.ToolButtonTextBesideIcon)
-        self.details_button.setArrowType(Qt.RightArrow)
-        self.details_button.hide()
-        self.details = QPlainTextEdit()
-        self.details.setReadOnly(True)
-        self.details.setLineWrapMode(QPlainTextEdit.NoWrap)
-        self.details.setMaximumHeight(160)
-        self.details.hide()
-        self.details_button.toggled.connect(self._toggle_details)
+        self.status_area = StatusArea(details_height=160)
+        self.status = self.status_area.label  # the status line (plain text)
+        self.details_button = self.status_area.details_button
+        self.details = self.status_area.details
         self.clear_button = QPushButton("Clear")
         self.clear_button.setToolTip("remove every run from the chart")
         self.save_results_button = QPushButton("Save results…")
@@ -221,8 +214,7 @@ class RunPanel(QWidget):
         col.addLayout(form)
         col.addLayout(run_row)
         col.addWidget(self.progress)
-        col.addWidget(self.status)
-        col.addWidget(self.details_button, 0, Qt.AlignLeft)
+        col.addWidget(self.status_area)
         col.addStretch(1)
         col.addLayout(save_row)
 
@@ -239,7 +231,6 @@ class RunPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addLayout(body, 1)
-        layout.addWidget(self.details)
 
         self.run_button.clicked.connect(self.start_run)
         self.stop_button.clicked.connect(self.stop)
@@ -272,10 +263,10 @@ class RunPanel(QWidget):
             self.archive_label.setToolTip(self.archive)
         self._update_enabled()
 
-    def _follow_window(self) -> None:
-        getter = getattr(self.window, "current_archive_path", None)
-        if callable(getter) and getter():
-            self.set_archive(getter())
+    def _follow_current(self) -> None:
+        path = self.workspace.current_path()
+        if path:
+            self.set_archive(path)
 
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
@@ -339,7 +330,7 @@ class RunPanel(QWidget):
     def start_run(self, trust: bool = False) -> bool:
         if not self.has_torch or not self.archive:
             return False
-        self._follow_window()
+        self._follow_current()
         try:
             spec = self.spec(trust=bool(trust)).validate()
         except RunSpecError as exc:
@@ -366,7 +357,7 @@ class RunPanel(QWidget):
         record = self._current
         if self.runner.cancel() and record is not None:
             record.state = "stopped"
-            self.status.setText(f"Stopped {record.label} after {record.series.n} tokens.")
+            self.status_area.set_status(f"Stopped {record.label} after {record.series.n} tokens.")
 
     def shutdown(self) -> None:
         self.runner.shutdown()
@@ -395,8 +386,7 @@ class RunPanel(QWidget):
 
     def _on_log(self, level: str, message: str) -> None:
         if level != "info":
-            self.status.setStyleSheet("")
-            self.status.setText(f"{level}: {message}")
+            self.status_area.set_status(f"{level}: {message}")
 
     def _on_result(self, event: dict[str, Any]) -> None:
         record = self._current
@@ -407,12 +397,14 @@ class RunPanel(QWidget):
         self.chart.redraw(force_hist=True)
         self._fill_row(self.records.index(record), record)
         tps = record.result.get("tokens_per_s")
-        self.status.setStyleSheet("")
-        self.status.setText(
+        self.status_area.set_status(
             f"{record.label}: {record.result.get('tokens', '?')} tokens, "
             f"p50 {_num(record.result.get('p50_ms'))} ms, {_num(tps)} tokens/s "
             f"on {record.result.get('device_name') or record.spec.device}.")
-        self.run_finished.emit(record)
+        self.runFinished.emit(record)
+
+    def _on_failed(self, failure) -> None:
+        self._failure_code = failure.code  # read by _on_error, which follows at once
 
     def _on_error(self, message: str, details: str) -> None:
         record = self._current
@@ -420,7 +412,8 @@ class RunPanel(QWidget):
             record.state = "failed"
             if not record.series.n:  # nothing to compare: do not leave an empty legend entry
                 self._drop(record)
-        if TRUST_WORDS in message and record is not None and not record.spec.trust:
+        untrusted, self._failure_code = self._failure_code == UNTRUSTED, None
+        if untrusted and record is not None and not record.spec.trust:
             if self.confirm_trust(message):
                 self._current = None
                 self._resume_trusted = True
@@ -539,26 +532,18 @@ class RunPanel(QWidget):
         except OSError as exc:
             self._show_error(f"cannot save {path} ({exc.strerror or exc})", "")
         else:
-            self.status.setStyleSheet("")
-            self.status.setText(f"Saved {path}.")
+            self.status_area.set_status(f"Saved {path}.")
 
     # -- messages --
     def _show_error(self, message: str, details: str) -> None:
         self.progress.setFormat("failed")
-        self.status.setStyleSheet(f"color: {_ERROR_COLOR};")
-        self.status.setText(f"Run failed: {message}")
-        self.details.setPlainText(details or message)
+        self.status_area.set_status(f"Run failed: {message}", error=True)
+        self.status_area.details.setPlainText(details or message)
         self.details_button.setVisible(bool(details))
 
     def _clear_message(self) -> None:
-        self.status.setText("")
-        self.status.setStyleSheet("")
-        self.details_button.setChecked(False)
-        self.details_button.hide()
+        self.status_area.clear()
 
-    def _toggle_details(self, on: bool) -> None:
-        self.details.setVisible(on)
-        self.details_button.setArrowType(Qt.DownArrow if on else Qt.RightArrow)
 
 
 def _num(v: Any) -> str:

@@ -26,7 +26,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QPlainTextEdit,
     QProgressBar,
     QPushButton,
     QSpinBox,
@@ -37,24 +36,36 @@ from PySide6.QtWidgets import (
 from superqt import QLabeledRangeSlider
 
 from inspector.core.errors import InspectorError
-from inspector.jobs.runner import cleanup_partial
-from inspector.jobs.spec import (
+from inspector.ui.device_list import DeviceSource, fill_combo
+from inspector.ui.job_runner import (
     BATCH_LIMIT,
     PRESETS,
     SEQ_LEN_LIMIT,
     ExportSpec,
     ExportSpecError,
+    JobRunner,
+    check_export_output,
+    cleanup_partial,
 )
-from inspector.ui.device_list import DeviceSource, fill_combo
-from inspector.ui.job_runner import JobRunner
-from inspector.ui.range_table import RangeCompareTable, compare_files
-from inspector.ui.workers import Work, WorkQueue
+from inspector.ui.tasks import TaskGroup
+from inspector.ui.widgets.range_table import RangeCompareTable, compare_files
+from inspector.ui.widgets.status_area import StatusArea
+from inspector.ui.widgets.theme import current_theme
+from inspector.ui.workspace import Workspace
 
 # Last options (QSettings via inspector/ui/settings.py, next to the window's own keys).
 LAST_SPEC_KEY = "export/last_spec"  # ExportSpec.to_json() as JSON text
 LAST_OUTPUT_KEY = "export/last_output"
-_INVALID_STYLE = "QSpinBox { border: 1px solid #d32f2f; background: rgba(211, 47, 47, 0.12); }"
-_ERROR_COLOR = "#c62828"
+
+
+def _error_color() -> str:
+    return current_theme().severity["error"].name()
+
+
+def _invalid_style() -> str:
+    c = current_theme().severity["error"]
+    return (f"QSpinBox {{ border: 1px solid {c.name()}; "
+            f"background: rgba({c.red()}, {c.green()}, {c.blue()}, 0.12); }}")
 PRESET_NOTES = {
     "tiny": "hidden 64, 2 layers: exports in seconds",
     "seed": "the blog's ViT-base + GPT-2 (201M parameters): about 15 s and 2 GB of memory",
@@ -131,7 +142,7 @@ class DimEditor(QWidget):
             elif "min is" in message:
                 bad = {self.min_spin}
         for spin in (self.min_spin, self.max_spin, self.example_spin):
-            spin.setStyleSheet(_INVALID_STYLE if spin in bad else "")
+            spin.setStyleSheet(_invalid_style() if spin in bad else "")
             spin.setProperty("invalid", spin in bad)
         self.setToolTip(message or "")
 
@@ -156,21 +167,21 @@ class DimEditor(QWidget):
 
 
 class ExportPanel(QWidget):
-    """Dim editor + export job. `window` (optional) is the MainWindow: the new archive
-    opens there; without it the panel only emits `archive_exported`."""
+    """Dim editor + export job. The new archive opens in the Workspace (a tab in the
+    window) and `archiveExported` is emitted."""
 
-    archive_exported = Signal(str, object)  # path, the job's result event
-    export_failed = Signal(str, str)  # message, details
+    archiveExported = Signal(str, object)  # path, the job's result event
+    exportFailed = Signal(str, str)  # message, details
     compared = Signal()  # the before/after range table is shown
 
-    def __init__(self, window: Any = None, devices: DeviceSource | None = None,
+    def __init__(self, workspace: Workspace | None = None, devices: DeviceSource | None = None,
                  parent=None) -> None:
         super().__init__(parent)
-        self.window = window
+        self.workspace = workspace if workspace is not None else Workspace(self)
         self.runner = JobRunner(self)
-        self.queue = WorkQueue(self)  # reads the range tables off the GUI thread
+        self.tasks = TaskGroup(self.workspace.pool, self)  # reads the range tables
         self._before: str | None = None  # archive open when the export started
-        # Compared with the new archive when there is no window to ask (standalone use).
+        # Compared with the new archive when no document is open (standalone use).
         self.base_archive: str | None = None
         self._output: str | None = None
         self._build()
@@ -250,7 +261,7 @@ class ExportPanel(QWidget):
 
         self.problem = QLabel()
         self.problem.setWordWrap(True)
-        self.problem.setStyleSheet(f"color: {_ERROR_COLOR};")
+        self.problem.setStyleSheet(f"color: {_error_color()};")
         self.problem.setTextInteractionFlags(Qt.TextSelectableByMouse)
 
         self.export_button = QPushButton("Export")
@@ -270,21 +281,10 @@ class ExportPanel(QWidget):
         actions.addWidget(self.progress, 1)
         self.progress.setMinimumWidth(80)
 
-        self.status = QLabel()
-        self.status.setWordWrap(True)
-        self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        self.details_button = QToolButton()
-        self.details_button.setText("Details")
-        self.details_button.setCheckable(True)
-        self.details_button.setToolButtonStyle(Qt.ToolButtonTextBesideIcon)
-        self.details_button.setArrowType(Qt.RightArrow)
-        self.details_button.hide()
-        self.details = QPlainTextEdit()
-        self.details.setReadOnly(True)
-        self.details.setLineWrapMode(QPlainTextEdit.NoWrap)
-        self.details.setMaximumHeight(180)
-        self.details.hide()
-        self.details_button.toggled.connect(self._toggle_details)
+        self.status_area = StatusArea(details_height=180)
+        self.status = self.status_area.label  # the status line (plain text)
+        self.details_button = self.status_area.details_button
+        self.details = self.status_area.details
 
         self.compare_box = QGroupBox("Range constraints: before / after")
         self.compare_table = RangeCompareTable()
@@ -297,9 +297,7 @@ class ExportPanel(QWidget):
         layout.addLayout(form)
         layout.addWidget(self.problem)
         layout.addLayout(actions)
-        layout.addWidget(self.status)
-        layout.addWidget(self.details_button, 0, Qt.AlignLeft)
-        layout.addWidget(self.details)
+        layout.addWidget(self.status_area)
         layout.addWidget(self.compare_box, 1)
         layout.addStretch(0)
 
@@ -369,7 +367,7 @@ class ExportPanel(QWidget):
         except InspectorError as exc:
             found["output"] = str(exc)
         else:
-            current = self._current_archive() if self.window is not None else None
+            current = self.workspace.current_path()
             if current and _same_file(out, current):
                 found["output"] = (f"{out.name} is the archive open in the current tab: "
                                    "choose another file, so both can be compared")
@@ -380,7 +378,7 @@ class ExportPanel(QWidget):
         self.batch.set_problem(found.get("batch"))
         self.seq.set_problem(found.get("seq_len"))
         self.output.setStyleSheet("" if "output" not in found else
-                                  f"QLineEdit {{ border: 1px solid {_ERROR_COLOR}; }}")
+                                  f"QLineEdit {{ border: 1px solid {_error_color()}; }}")
         self.problem.setText("\n".join(found.values()))
         self.problem.setVisible(bool(found))
         self.export_button.setEnabled(not found and not self.runner.is_running())
@@ -425,11 +423,12 @@ class ExportPanel(QWidget):
 
     def cancel(self) -> None:
         if self.runner.cancel():
-            self.status.setText("Export cancelled; nothing was written.")
+            self.status_area.set_status("Export cancelled; nothing was written.")
 
     def shutdown(self) -> None:
         self.runner.shutdown()
-        self.queue.wait(5000)
+        self.tasks.cancel()
+        self.tasks.wait(5000)
 
     def _on_progress(self, stage: str, fraction: float) -> None:
         self.progress.setValue(int(fraction * 1000))
@@ -445,29 +444,24 @@ class ExportPanel(QWidget):
             parts.append(f"{size / 1e6:.1f} MB")
         if isinstance(secs, (int, float)):
             parts.append(f"{secs:.1f} s")
-        self.status.setStyleSheet("")
-        self.status.setText(", ".join(parts) + ".")
+        self.status_area.set_status(", ".join(parts) + ".")
         self.progress.setValue(1000)
         self.progress.setFormat("done")
         self._show_comparison(self._before, path)
         # The new archive is about to be the current tab: offer a fresh name for the
         # next export instead of one that would overwrite it.
         self.output.setText(str(next_free(Path(path))))
-        if self.window is not None and hasattr(self.window, "open_archive"):
-            self.window.open_archive(path)
-        self.archive_exported.emit(path, event)
+        self.workspace.open(path)
+        self.archiveExported.emit(path, event)
 
     def _on_error(self, message: str, details: str) -> None:
         self.progress.setFormat("failed")
         head, fix = split_fix(message)
-        text = f"<b>Export failed:</b> {_html(head)}"
+        text = f"Export failed: {head}"
         if fix:
-            text += f"<br><b>Suggested fix:</b> <code>{_html(fix)}</code>"
-        self.status.setStyleSheet(f"color: {_ERROR_COLOR};")
-        self.status.setText(text)
-        self.details.setPlainText(details or message)
-        self.details_button.show()
-        self.export_failed.emit(message, details)
+            text += f"\nSuggested fix: {fix}"
+        self.status_area.set_status(text, error=True, details=details or message)
+        self.exportFailed.emit(message, details)
 
     def _on_finished(self) -> None:
         self._set_running(False)
@@ -486,15 +480,7 @@ class ExportPanel(QWidget):
             self.validate()
 
     def _clear_outcome(self) -> None:
-        self.status.setText("")
-        self.status.setStyleSheet("")
-        self.details.clear()
-        self.details_button.setChecked(False)
-        self.details_button.hide()
-
-    def _toggle_details(self, on: bool) -> None:
-        self.details.setVisible(on)
-        self.details_button.setArrowType(Qt.DownArrow if on else Qt.RightArrow)
+        self.status_area.clear()
 
     def _show_comparison(self, before: str | None, after: str) -> None:
         # Both programs are parsed to label the symbols: seconds on a big archive, so
@@ -510,13 +496,13 @@ class ExportPanel(QWidget):
             self.compared.emit()
 
         def failed(message: str, _details: str) -> None:
-            self.status.setText(self.status.text() + f" (cannot compare ranges: {message})")
+            self.status_area.append(f" (cannot compare ranges: {message})")
 
-        self.queue.submit(Work(compare_files, before, after), show, failed)
+        self.tasks.start(compare_files, before, after, on_done=show, on_fail=failed,
+                         key="compare")
 
     def _current_archive(self) -> str | None:
-        getter = getattr(self.window, "current_archive_path", None)
-        path = getter() if callable(getter) else self.base_archive
+        path = self.workspace.current_path() or self.base_archive
         return str(path) if path else None
 
     def _on_preset(self, *_: object) -> None:
@@ -536,11 +522,9 @@ class ExportPanel(QWidget):
 
 
 def check_output(text: str) -> Path:
-    from inspector.jobs.export import check_output as job_check
-
     if not text:
         raise ExportSpecError("choose an output file (.pt2)")
-    return job_check(Path(text).expanduser())
+    return check_export_output(Path(text).expanduser())
 
 
 def next_free(path: Path) -> Path:

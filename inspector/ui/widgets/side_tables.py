@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem, QTabWidget, QWidget
 
-from inspector.ui.document import ArchiveDoc, ProgramView
+from inspector.core.document import ArchiveDoc, ProgramView
 
 
 def human_bytes(n: int | None) -> str:

@@ -13,9 +13,10 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from inspector.core.search import SearchError, SearchResult, parse_query
-from inspector.ui.document import ArchiveDoc, ProgramView
-from inspector.ui.listing_view import ListingView
-from inspector.ui.search_bar import SearchBar
+from inspector.core.document import ProgramView
+from inspector.ui.widgets.listing_view import ListingView
+from inspector.ui.widgets.search_bar import SearchBar
+from inspector.ui.workspace import Document
 
 
 class ArchiveTab(QWidget):
@@ -24,13 +25,12 @@ class ArchiveTab(QWidget):
     jumped = Signal(int, int)  # from line, to line (for Back/Forward)
     usersRequested = Signal(str)  # value name (context menu)
 
-    def __init__(self, doc: ArchiveDoc, parent: QWidget | None = None) -> None:
+    def __init__(self, doc: Document, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.doc = doc
         self.view: ProgramView | None = None
         self.result: SearchResult | None = None
         self.last_search_ms = 0.0
-        self._marks: dict[str, dict[int, str]] = {}  # program -> marks
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(0)
@@ -65,12 +65,13 @@ class ArchiveTab(QWidget):
     # -- programs --
     def show_view(self, view: ProgramView) -> None:
         self.doc.views[view.name] = view
+        self.doc.shown_program = view.name
         self.view = view
         self.programs.blockSignals(True)
         self.programs.setCurrentText(view.name)
         self.programs.blockSignals(False)
         self.listing.set_lines(view.listing.lines)
-        self.listing.set_line_marks(self._marks.get(view.name, {}))
+        self.refresh_annotations()
         p = view.program
         self.info.setText(f"{p.node_count:,} nodes · {len(view.listing):,} lines · "
                           f"schema {p.schema_version[0]}.{p.schema_version[1]} · torch {p.torch_version}")
@@ -98,12 +99,13 @@ class ArchiveTab(QWidget):
         if name in self.doc.program_names:
             self.programs.setCurrentText(name)
 
-    # -- marks (audit findings) --
-    def set_line_marks(self, lines: dict[int, str], program: str | None = None) -> None:
-        name = program or (self.view.name if self.view else "")
-        self._marks[name] = dict(lines)
-        if self.view is not None and self.view.name == name:
-            self.listing.set_line_marks(lines)
+    # -- annotations (audit findings, profile heat, ...: see core/annotations.py) --
+    def refresh_annotations(self, program: str | None = None) -> None:
+        """Repaint the gutter from the document's annotations of the shown program."""
+        view = self.view
+        if view is None or (program is not None and program != view.name):
+            return
+        self.listing.set_annotations(self.doc.annotations.resolve(view.program, view.listing))
 
     # -- navigation --
     def jump_to(self, line: int) -> None:

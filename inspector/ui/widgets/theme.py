@@ -23,6 +23,7 @@ class Theme:
     link: QColor
     tokens: dict[str, QColor]  # pygments-derived categories -> colour
     severity: dict[str, QColor]
+    heat: QColor  # the listing's heat column (alpha follows the value)
 
 
 def _c(hex_: str) -> QColor:
@@ -43,6 +44,7 @@ LIGHT = Theme(
         "annotation": _c("#116329"),
     },
     severity={"error": _c("#cf222e"), "warning": _c("#bf8700"), "info": _c("#0969da")},
+    heat=_c("#fb8f44"),
 )
 
 DARK = Theme(
@@ -59,6 +61,7 @@ DARK = Theme(
         "annotation": _c("#7ee787"),
     },
     severity={"error": _c("#f85149"), "warning": _c("#d29922"), "info": _c("#58a6ff")},
+    heat=_c("#db6d28"),
 )
 
 

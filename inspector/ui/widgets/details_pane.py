@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QTextBrowser, QVBoxLayout, QWidget
 from inspector.core.frames import Frame, parse_module_stack, parse_stack_trace
 from inspector.core.program import Argument, Graph, Node
 from inspector.ui import settings as keys
-from inspector.ui.theme import Theme, current_theme
+from inspector.ui.widgets.theme import Theme, current_theme
 
 _SHOWN_META = ("stack_trace", "nn_module_stack")
 _MAX_USERS = 200

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QApplication
 from inspector.ui import settings as keys
 
 if TYPE_CHECKING:
-    from inspector.ui.main_window import MainWindow
+    from inspector.ui.window.main_window import MainWindow
 
 
 def _act(w: MainWindow, menu, text: str, slot, shortcut=None, tip: str = "") -> QAction:
@@ -118,8 +118,6 @@ def _cycle_tab(w: MainWindow, step: int) -> None:
 
 
 def _about(w: MainWindow) -> None:
-    try:
-        from inspector.ui.about import show_about
-    except ImportError:
-        return
+    from inspector.ui.window.about import show_about  # built on first use
+
     show_about(w)

@@ -8,7 +8,9 @@ those lines only (highlight.LineCache).
 
 Layers per line, back to front: related-lines background (module selection,
 users of a value, nodes of a source line), search-match background, current line,
-search spans, text. The gutter shows line numbers and audit marks.
+search spans, text. The gutter shows line numbers, an optional heat column (a number
+per node, tinted by size: profile times, ...) and marks (audit findings, failing
+nodes, ...), both from inspector.core.annotations; hovering them shows their tooltip.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ import re
 import time
 from collections.abc import Callable, Iterable
 
-from PySide6.QtCore import QPoint, QPointF, QRect, QRectF, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import (
+    QColor,
     QFontMetricsF,
     QGuiApplication,
     QKeySequence,
@@ -31,14 +34,16 @@ from PySide6.QtGui import (
     QResizeEvent,
     QWheelEvent,
 )
-from PySide6.QtWidgets import QAbstractScrollArea, QMenu, QWidget
+from PySide6.QtWidgets import QAbstractScrollArea, QMenu, QToolTip, QWidget
 
-from inspector.ui.highlight import LineCache
-from inspector.ui.theme import Theme, code_font, current_theme
+from inspector.core.annotations import LineHeat, Mark, ResolvedAnnotations
+from inspector.ui.widgets.highlight import LineCache
+from inspector.ui.widgets.theme import Theme, code_font, current_theme
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_MARK_WIDTH = 14
-_LAYOUT_CACHE = 4000  # shaped lines kept (a screen is < 100)  # gutter column for audit marks
+_MARK_WIDTH = 14  # gutter column for marks
+_HEAT_MAX_CHARS = 10  # the heat column's text is cut to this
+_LAYOUT_CACHE = 4000  # shaped lines kept (a screen is < 100)
 
 
 class ListingView(QAbstractScrollArea):
@@ -61,7 +66,10 @@ class ListingView(QAbstractScrollArea):
         self._layouts: dict[int, QTextLayout] = {}
         self._max_len = 0
         self._current = -1
-        self._marks: dict[int, str] = {}
+        self._marks: dict[int, Mark] = {}
+        self._heat: dict[int, LineHeat] = {}
+        self._heat_title = ""
+        self._heat_width = 0
         self._related: set[int] = set()
         self._match_lines: set[int] = set()
         self._match_spans: Callable[[str], list[tuple[int, int]]] | None = None
@@ -86,6 +94,8 @@ class ListingView(QAbstractScrollArea):
         self._max_len = max(map(len, lines), default=0)
         self._current = -1
         self._marks = {}
+        self._heat = {}
+        self._heat_title = ""
         self._related = set()
         self._match_lines = set()
         self._match_spans = None
@@ -112,13 +122,36 @@ class ListingView(QAbstractScrollArea):
 
     # -- decorations --
     def set_line_marks(self, lines: dict[int, str]) -> None:
-        """Gutter marks: line -> severity ("error", "warning", "info")."""
-        self._marks = dict(lines)
+        """Gutter marks without tooltips: line -> severity ("error", "warning", "info")."""
+        self.set_annotations(ResolvedAnnotations(marks={ln: Mark(s) for ln, s in lines.items()}))
+
+    def set_annotations(self, resolved: ResolvedAnnotations) -> None:
+        """Marks and heat of the shown program, already mapped to lines."""
+        self._marks = dict(resolved.marks)
+        self._heat = dict(resolved.heat)
+        self._heat_title = resolved.heat_title
         self._update_metrics()
+        self._update_scrollbars()
         self.viewport().update()
 
     def line_marks(self) -> dict[int, str]:
-        return dict(self._marks)
+        """line -> severity of each gutter mark."""
+        return {ln: m.severity for ln, m in self._marks.items()}
+
+    def line_heat(self) -> dict[int, LineHeat]:
+        return dict(self._heat)
+
+    def gutter_tooltip(self, line: int) -> str:
+        """What hovering the gutter of `line` shows (plain text; "" for nothing)."""
+        parts = []
+        heat = self._heat.get(line)
+        if heat is not None:
+            head = f"{self._heat_title}: {heat.text}" if self._heat_title else heat.text
+            parts.append("\n".join(x for x in (head, heat.tooltip) if x))
+        mark = self._marks.get(line)
+        if mark is not None:
+            parts.append(mark.tooltip or mark.severity)
+        return "\n".join(p for p in parts if p)
 
     def set_related_lines(self, lines: Iterable[int]) -> None:
         self._related = set(lines)
@@ -203,7 +236,9 @@ class ListingView(QAbstractScrollArea):
         self._lh = max(1.0, fm.lineSpacing())
         self._ascent = fm.ascent()
         digits = max(4, len(str(max(1, len(self._lines)))))
-        self._gutter = int(digits * self._cw + _MARK_WIDTH + 14)
+        chars = max((len(h.text) for h in self._heat.values()), default=0)
+        self._heat_width = int(min(chars, _HEAT_MAX_CHARS) * self._cw + 10) if self._heat else 0
+        self._gutter = int(digits * self._cw + _MARK_WIDTH + 14) + self._heat_width
         self.setViewportMargins(0, 0, 0, 0)
 
     def _visible_rows(self) -> int:
@@ -229,16 +264,22 @@ class ListingView(QAbstractScrollArea):
     def scrollContentsBy(self, dx: int, dy: int) -> None:  # noqa: N802
         self.viewport().update()
 
+    def gutter_width(self) -> int:
+        """Pixels left of the text: line numbers, heat column, marks."""
+        return self._gutter
+
+    def point_at(self, line: int, column: int = 0) -> QPoint:
+        """The viewport point in the middle of character `column` of `line` (0-based)."""
+        x = self._gutter + 4 - self.horizontalScrollBar().value() + (column + 0.5) * self._cw
+        y = (line - self.first_visible_line() + 0.5) * self._lh
+        return QPoint(int(x), int(y))
+
     def line_at(self, pos: QPoint) -> int:
         return self.first_visible_line() + int(pos.y() / self._lh)
 
     def column_at(self, pos: QPoint) -> int:
         x = pos.x() - self._gutter + self.horizontalScrollBar().value() - 4
         return int(x / self._cw) if x >= 0 else -1
-
-    def line_rect(self, line: int) -> QRect:
-        y = int((line - self.first_visible_line()) * self._lh)
-        return QRect(0, y, self.viewport().width(), int(self._lh))
 
     # -- painting --
     def _layout(self, line: int) -> QTextLayout:
@@ -325,16 +366,26 @@ class ListingView(QAbstractScrollArea):
         p.fillRect(QRectF(0, 0, gutter, height), theme.gutter_bg)
         p.setPen(theme.gutter_text.darker(115) if not theme.dark else theme.gutter_text)
         p.drawLine(gutter - 1, 0, gutter - 1, height)
-        num_right = gutter - _MARK_WIDTH - 8
+        num_right = gutter - _MARK_WIDTH - 8 - self._heat_width
+        heat_x = num_right + 4
         p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
         for row, line in enumerate(self.visible_range()):
             y = row * lh
             p.setPen(theme.text if line == self._current else theme.gutter_text)
             p.drawText(QRectF(0, y, num_right, lh),
                        Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, str(line + 1))
-            sev = self._marks.get(line)
-            if sev:
-                color = theme.severity.get(sev, theme.severity["info"])
+            heat = self._heat.get(line)
+            if heat is not None:
+                tint = QColor(theme.heat)
+                tint.setAlphaF(0.15 + 0.75 * heat.level)
+                p.fillRect(QRectF(heat_x, y + 1, self._heat_width - 4, lh - 2), tint)
+                p.setPen(theme.text)
+                p.drawText(QRectF(heat_x + 2, y, self._heat_width - 8, lh),
+                           Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter,
+                           heat.text[:_HEAT_MAX_CHARS])
+            mark = self._marks.get(line)
+            if mark is not None:
+                color = theme.severity.get(mark.severity, theme.severity["info"])
                 d = min(lh - 6, 9.0)
                 p.setPen(Qt.PenStyle.NoPen)
                 p.setBrush(color)
@@ -344,6 +395,19 @@ class ListingView(QAbstractScrollArea):
         p.setRenderHint(QPainter.RenderHint.Antialiasing, False)
 
     # -- input --
+    def viewportEvent(self, event: QEvent) -> bool:  # noqa: N802
+        if event.type() == QEvent.Type.ToolTip:
+            pos = event.pos()
+            text = self.gutter_tooltip(self.line_at(pos)) if pos.x() < self._gutter else ""
+            if text:
+                # Escaped and wrapped: text from a file must never be read as markup.
+                QToolTip.showText(event.globalPos(), _plain_tooltip(text), self.viewport())
+            else:
+                QToolTip.hideText()
+                event.ignore()
+            return True
+        return super().viewportEvent(event)
+
     def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802
         if event.button() != Qt.MouseButton.LeftButton:
             return super().mousePressEvent(event)
@@ -426,3 +490,8 @@ class ListingView(QAbstractScrollArea):
             super().keyPressEvent(event)
 
 
+def _plain_tooltip(text: str) -> str:
+    """QToolTip guesses whether text is rich; make it rich on purpose, fully escaped."""
+    from html import escape
+
+    return "<p style='white-space:pre'>" + escape(text) + "</p>"

@@ -1,6 +1,10 @@
-"""The main window: archive tabs, docks that follow the current tab, menus,
-opening (args, File > Open, drag-and-drop, recent files) off the GUI thread,
-Back/Forward, and the hook other panels dock into (add_panel).
+"""The main window: a tab per Workspace document, docks that follow the current tab,
+menus, opening (args, File > Open, drag-and-drop, recent files), Back/Forward, and
+the docks of the registered panels (inspector/ui/panels/registry.py).
+
+The window is a client of its Workspace (inspector/ui/workspace.py): the workspace
+reads archives and programs off the GUI thread and says when they are ready; the
+window shows them, and answers the workspace's nodeRequested and marksChanged.
 
 The window process never imports torch: archives are read by inspector.core
 (zip + JSON), and torch work happens in child processes (inspector.jobs).
@@ -8,10 +12,9 @@ The window process never imports torch: archives are read by inspector.core
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QByteArray, Qt, Signal
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplication
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -27,46 +30,41 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from inspector.core.annotations import AnnotationLayer, Mark
+from inspector.core.document import ProgramView
 from inspector.core.frames import parse_stack_trace
 from inspector.ui import settings as keys
-from inspector.ui.archive_tab import ArchiveTab
-from inspector.ui.details_pane import DetailsPane
-from inspector.ui.document import (
-    ArchiveDoc,
-    ProgramView,
-    Task,
-    build_program_view,
-    index_view,
-    open_document,
-    release_frozen,
-)
-from inspector.ui.module_tree import ModuleTree
-from inspector.ui.side_tables import SideTables
-from inspector.ui.source_pane import SourcePane
-from inspector.ui.theme import current_theme
-from inspector.ui.welcome import WelcomePage
+from inspector.ui.widgets.details_pane import DetailsPane
+from inspector.ui.widgets.module_tree import ModuleTree
+from inspector.ui.widgets.side_tables import SideTables
+from inspector.ui.widgets.source_pane import SourcePane
+from inspector.ui.widgets.theme import current_theme
+from inspector.ui.window.actions import build_menus, fill_recent_menu
+from inspector.ui.window.archive_tab import ArchiveTab
+from inspector.ui.window.docks import DockedPanels, install_panels
+from inspector.ui.window.welcome import WelcomePage
+from inspector.ui.workspace import Document, Workspace
 
-log = logging.getLogger(__name__)
 APP_TITLE = "PT2 Inspector"
 FILE_FILTER = "PyTorch export archives (*.pt2);;All files (*)"
 
 
 class MainWindow(QMainWindow):
-    archive_opened = Signal(str)  # path, once its first program is shown
+    archiveOpened = Signal(str)  # path, once its first program is shown
     loadsFinished = Signal()  # no archive or program is loading any more
 
-    def __init__(self, parent: QWidget | None = None, remember: bool = True) -> None:
+    def __init__(self, parent: QWidget | None = None, remember: bool = True,
+                 workspace: Workspace | None = None) -> None:
         """`remember=False` (screenshots): default layout, nothing saved on close."""
         super().__init__(parent)
+        self.workspace = workspace or Workspace(self)
+        ws = self.workspace
+        self.pool = ws.pool  # every in-process task of the window runs here
         self.remember = remember
         self.setObjectName("mainWindow")
         self.setWindowTitle(APP_TITLE)
         self.setAcceptDrops(True)
         self.resize(1400, 880)
-        self.pool = QThreadPool(self)
-        self.pool.setMaxThreadCount(2)
-        self._pending = 0
-        self._tasks: set[Task] = set()  # keep signal objects alive until delivered
         self.last_error: QMessageBox | None = None
         self._history: list[tuple[ArchiveTab, str, int]] = []
         self._hist_pos = -1
@@ -116,10 +114,20 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.progress)
         self.statusBar().addPermanentWidget(self.cursor_label)
 
-        from inspector.ui.actions import build_menus
+        ws.documentOpened.connect(self._opened)
+        ws.currentChanged.connect(self._current_changed)
+        ws.programLoaded.connect(self._program_loaded)
+        ws.programIndexed.connect(self._completed)
+        ws.openFailed.connect(lambda path, msg, det: self._failed(Path(path), msg, det))
+        ws.loadFailed.connect(lambda doc, msg, det: self._failed(doc.path, msg, det))
+        ws.marksChanged.connect(self._marks_changed)
+        ws.nodeRequested.connect(self._node_requested)
+        ws.status.connect(self.status_label.setText)
+        ws.busyChanged.connect(self.progress.setVisible)
+        ws.loadsFinished.connect(self.loadsFinished)
 
         build_menus(self)
-        _install_panels(self)
+        self.job_panels: DockedPanels = install_panels(self, ws)
         self._restored = self._restore() if remember else False  # after the panels: their docks get their places
         self._update_empty()
         hints = QGuiApplication.styleHints()
@@ -147,6 +155,9 @@ class MainWindow(QMainWindow):
         if area == Qt.DockWidgetArea.RightDockWidgetArea:
             self.tabifyDockWidget(self.dock_details, dock)
             self.dock_details.raise_()
+        elif area == Qt.DockWidgetArea.BottomDockWidgetArea:
+            self.tabifyDockWidget(self.dock_source, dock)
+            self.dock_source.raise_()
         self._panels.append(dock)
         if hasattr(self, "view_menu"):
             self.view_menu.addAction(dock.toggleViewAction())
@@ -162,65 +173,43 @@ class MainWindow(QMainWindow):
     def open_archive(self, path: str | Path) -> None:
         """Open `path` in a new tab (or show its tab when already open)."""
         path = Path(path)
-        for i in range(self.tabs.count()):
-            tab = self.tabs.widget(i)
-            if isinstance(tab, ArchiveTab) and tab.doc.path.resolve() == path.resolve():
-                self.tabs.setCurrentIndex(i)
-                return
-        keys.set_value(keys.LAST_DIRECTORY, str(path.parent))
-        size = path.stat().st_size if path.is_file() else 0
-        self._start(f"Opening {path.name} ({size / 1e6:.1f} MB)…", open_document, path,
-                    on_done=lambda result: self._opened(path, result),
-                    on_fail=lambda msg, det: self._failed(path, msg, det))
-
-    def _start(self, message: str, fn, *args, on_done, on_fail) -> None:
-        task = Task(fn, *args)
-        self._tasks.add(task)
-
-        def done(result) -> None:
-            self._finish(task)
-            on_done(result)
-
-        def failed(msg: str, det: str) -> None:
-            self._finish(task)
-            on_fail(msg, det)
-
-        task.signals.finished.connect(done)
-        task.signals.failed.connect(failed)
-        self._pending += 1
-        self.progress.show()
-        self.status_label.setText(message)
-        self.pool.start(task)
-
-    def _finish(self, task: Task) -> None:
-        self._tasks.discard(task)
-        self._pending -= 1
-        if self._pending == 0:
-            self.progress.hide()
-            QTimer.singleShot(0, self.loadsFinished.emit)
+        if self.workspace.find(path) is None:
+            keys.set_value(keys.LAST_DIRECTORY, str(path.parent))
+        self.workspace.open(path)
 
     def is_loading(self) -> bool:
-        return self._pending > 0
+        return self.workspace.is_busy()
 
-    def _opened(self, path: Path, result: tuple[ArchiveDoc, ProgramView | None]) -> None:
-        doc, view = result
+    def _tab_of(self, doc: Document | None) -> ArchiveTab | None:
+        for i in range(self.tabs.count()):
+            tab = self.tabs.widget(i)
+            if isinstance(tab, ArchiveTab) and tab.doc is doc:
+                return tab
+        return None
+
+    def _opened(self, doc: Document) -> None:
         tab = ArchiveTab(doc, self)
-        tab.programRequested.connect(lambda name, t=tab: self._load_program(t, name))
+        tab.programRequested.connect(lambda name, t=tab: self.workspace.load_program(t.doc, name))
         tab.currentLineChanged.connect(lambda line, t=tab: self._line_changed(t, line))
         tab.jumped.connect(lambda old, new, t=tab: self._record_jump(t, old, new))
         tab.usersRequested.connect(self.show_users)
-        index = self.tabs.addTab(tab, path.name)
-        self.tabs.setTabToolTip(index, str(path))
+        index = self.tabs.addTab(tab, doc.path.name)
+        self.tabs.setTabToolTip(index, str(doc.path))
         self.tabs.setCurrentIndex(index)
+        view = doc.view()
         if view is not None:
             tab.show_view(view)
-            self._complete(tab, view)
         self._update_empty()
         self._program_shown(tab)
-        keys.add_recent_file(path)
+        keys.add_recent_file(doc.path)
         self.refresh_recent()
-        self.archive_opened.emit(str(path))
+        self.archiveOpened.emit(str(doc.path))
         tab.listing.setFocus()
+
+    def _current_changed(self, doc: Document | None) -> None:
+        tab = self._tab_of(doc)
+        if tab is not None and tab is not self.tabs.currentWidget():
+            self.tabs.setCurrentWidget(tab)
 
     def _failed(self, path: Path, message: str, details: str) -> None:
         self.status_label.setText(f"Could not open {path.name}")
@@ -233,32 +222,26 @@ class MainWindow(QMainWindow):
         self.last_error = box
         box.open()  # window-modal, does not block the event loop
 
-    def _load_program(self, tab: ArchiveTab, name: str) -> None:
-        self._start(f"Reading program {name}…", build_program_view, tab.doc.archive, name,
-                    on_done=lambda view: self._program_loaded(tab, view),
-                    on_fail=lambda msg, det: self._failed(tab.doc.path, msg, det))
-
-    def _program_loaded(self, tab: ArchiveTab, view: ProgramView) -> None:
+    def _program_loaded(self, doc: Document, view: ProgramView) -> None:
+        tab = self._tab_of(doc)
+        if tab is None:
+            return  # closed meanwhile
         tab.show_view(view)
-        self._complete(tab, view)
         if tab is self.current_tab():
             self._program_shown(tab)
 
-    def _complete(self, tab: ArchiveTab, view: ProgramView) -> None:
-        """Big programs paint first; their search index follows in the background."""
-        if view.complete:
-            return
-        self._start(f"Indexing {view.name} ({view.node_count:,} nodes) for search…",
-                    index_view, view,
-                    on_done=lambda idx: self._completed(tab, idx.apply(view)),
-                    on_fail=lambda msg, det: self._failed(tab.doc.path, msg, det))
-
-    def _completed(self, tab: ArchiveTab, view: ProgramView) -> None:
-        if self.tabs.indexOf(tab) < 0:
+    def _completed(self, doc: Document, view: ProgramView) -> None:
+        tab = self._tab_of(doc)
+        if tab is None:
             return  # closed meanwhile
         tab.view_completed(view)
         if tab is self.current_tab() and tab.view is view:
             self._program_shown(tab)
+
+    def _marks_changed(self, doc: Document, program: str) -> None:
+        tab = self._tab_of(doc)
+        if tab is not None:
+            tab.refresh_annotations(program)
 
     def close_tab(self, index: int) -> None:
         tab = self.tabs.widget(index)
@@ -266,10 +249,8 @@ class MainWindow(QMainWindow):
         if isinstance(tab, ArchiveTab):
             self._history = [h for h in self._history if h[0] is not tab]
             self._hist_pos = len(self._history) - 1
-            tab.doc.archive.close()
-            tab.doc.views.clear()
+            self.workspace.close(tab.doc)  # its tasks first, then its archive
             tab.deleteLater()
-            QTimer.singleShot(0, release_frozen)
         self._update_empty()
 
     def _update_empty(self) -> None:
@@ -285,8 +266,6 @@ class MainWindow(QMainWindow):
             self.tables.set_program(None, None)
 
     def refresh_recent(self) -> None:
-        from inspector.ui.actions import fill_recent_menu
-
         fill_recent_menu(self)
         self.welcome.set_recent(keys.recent_files())
 
@@ -315,6 +294,13 @@ class MainWindow(QMainWindow):
         tab = self.current_tab()
         return str(tab.doc.path) if tab else None
 
+    def _node_requested(self, doc: Document, program: str, node: str) -> None:
+        tab = self._tab_of(doc)
+        if tab is None:
+            return
+        self.tabs.setCurrentWidget(tab)
+        self.select_node(program, node)
+
     def select_node(self, program_name: str, node_name: str) -> bool:
         """Show `node_name` of `program_name` in the current archive's listing."""
         tab = self.current_tab()
@@ -342,13 +328,17 @@ class MainWindow(QMainWindow):
             self.select_node(program, node)
 
     def set_line_marks(self, lines: dict[int, str], program: str | None = None) -> None:
-        """Audit findings in the gutter of the current archive's listing."""
+        """Plain gutter marks (line -> severity) on the current archive's listing, as the
+        "marks" annotation layer (panels publish their own layers: Workspace.annotate)."""
         tab = self.current_tab()
-        if tab is not None:
-            tab.set_line_marks(lines, program)
+        name = program or (tab.view.name if tab is not None and tab.view else None)
+        if tab is not None and name:
+            layer = AnnotationLayer("marks", line_marks={ln: Mark(s) for ln, s in lines.items()})
+            self.workspace.annotate(tab.doc, name, layer)
 
     def _tab_changed(self, _index: int) -> None:
         tab = self.current_tab()
+        self.workspace.set_current(tab.doc if tab is not None else None)
         if tab is not None:
             self._program_shown(tab)
 
@@ -450,6 +440,10 @@ class MainWindow(QMainWindow):
         self.dock_source.raise_()
         self.source.show_frame(frame)
 
+    def source_nodes(self) -> list[int]:
+        """Listing lines of the nodes made by the source line the Source pane shows."""
+        return list(self._source_nodes)
+
     def _source_line(self, file: str, line: int) -> None:
         view = self.current_view()
         if view is None:
@@ -549,7 +543,7 @@ class MainWindow(QMainWindow):
             s.setValue(keys.GEOMETRY, self.saveGeometry())
             s.setValue(keys.WINDOW_STATE, self.saveState())
             s.sync()
-        self.pool.waitForDone(5000)  # never leave a parsing thread behind
+        self.workspace.shutdown(5000)  # never leave a parsing thread behind
         super().closeEvent(event)
 
 
@@ -558,17 +552,3 @@ def _line_label(view: ProgramView, line: int) -> str:
     if node is None:
         return f"line {line + 1}"
     return f"{line + 1}: {node.name} = {node.op_name}(…)"
-
-
-def _install_panels(window: MainWindow) -> None:
-    """Dock the other helpers' panels (Export, Run, Audit) when present; a
-    missing or broken panel module is logged, never fatal."""
-    try:
-        from inspector.ui.panels import install_panels
-    except ImportError as exc:
-        log.info("no extra panels (%s)", exc)
-        return
-    try:
-        install_panels(window)
-    except Exception:  # a broken panel must not take the window down
-        log.exception("installing panels failed")

@@ -24,8 +24,8 @@ from PySide6.QtWidgets import (
 from pygments.lexers.python import PythonLexer
 
 from inspector.core.frames import Frame
-from inspector.ui.highlight import _category
-from inspector.ui.theme import Theme, code_font, current_theme
+from inspector.ui.widgets.highlight import _category
+from inspector.ui.widgets.theme import Theme, code_font, current_theme
 
 MAX_SOURCE_BYTES = 8 * 1024 * 1024
 
@@ -188,12 +188,6 @@ class SourcePane(QWidget):
         if event.type() == QEvent.Type.MouseButtonRelease and obj is self.editor.viewport():
             self._cursor_moved()
         return False
-
-    def pick_line(self, line: int) -> None:
-        """As if the user clicked 1-based `line` of the shown file."""
-        cursor = QTextCursor(self.editor.document().findBlockByNumber(max(0, line - 1)))
-        self.editor.setTextCursor(cursor)
-        self._cursor_moved()
 
     def _cursor_moved(self) -> None:
         if self._quiet or self.missing or self._file is None:

@@ -2,8 +2,8 @@
 
 `build_program_view` does all per-program work (parse, listing, search index,
 users of each value, module tree data, weight rows) in a worker, so the window
-only ever swaps in finished objects. No Qt here except the small worker classes
-at the bottom.
+only ever swaps in finished objects. Qt-free: the window runs these functions
+through inspector/ui/tasks.py, and they are unit-tested without Qt.
 """
 
 from __future__ import annotations
@@ -11,20 +11,17 @@ from __future__ import annotations
 import gc
 import threading
 import time
-import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, QRunnable, Signal
-
 from inspector.core.archive import Archive, open_archive
-from inspector.core.errors import InspectorError
+from inspector.core.errors import ArchiveError, InspectorError
 from inspector.core.frames import parse_module_stack
 from inspector.core.listing import CLASS, RETURN, Listing, render_listing
-from inspector.core.dtypes import DTYPE_ITEMSIZE, DTYPE_NAMES
-from inspector.core.program import Node, Program
+from inspector.core.dtypes import DTYPE_ITEMSIZE
+from inspector.core.program import Node, Program, TensorMeta, parse_tensor_meta
 from inspector.core.search import SearchIndex
 
 
@@ -285,53 +282,18 @@ def _weights(archive: Archive, name: str, program: Program) -> list[WeightRow]:
 
 
 def _weight_row(fqn: str, entry: dict[str, Any], meta: dict[str, Any], kind: str) -> WeightRow:
-    sizes = []
-    for s in meta.get("sizes") or []:
-        if isinstance(s, dict) and "as_int" in s:
-            sizes.append(s["as_int"])
-        else:
-            sizes.append("?")
-    dtype = meta.get("dtype") if isinstance(meta.get("dtype"), int) else 0
-    dev = meta.get("device") or {}
-    device = str(dev.get("type", "?")) if isinstance(dev, dict) else "?"
-    if isinstance(dev, dict) and dev.get("index") is not None:
-        device += f":{dev['index']}"
-    nbytes: int | None = DTYPE_ITEMSIZE.get(dtype)
-    for s in sizes:
-        nbytes = nbytes * s if (nbytes is not None and isinstance(s, int)) else None
+    """One weights/constants config entry, its tensor_meta decoded by the program parser
+    (one decoder of the serialized TensorMeta)."""
+    try:
+        tm: TensorMeta | None = parse_tensor_meta(meta, f"{kind} {fqn}")
+    except ArchiveError:  # a damaged entry still gets its row
+        tm = None
+    if tm is None:
+        shape, dtype, device, nbytes = "[?]", "dtype?", "?", None
+    else:
+        shape, dtype, device = tm.shape_text(), tm.dtype_name, str(tm.device)
+        nbytes = tm.nbytes() if tm.dtype in DTYPE_ITEMSIZE else None
     return WeightRow(
-        fqn=fqn, kind=kind, shape="[" + ", ".join(str(s) for s in sizes) + "]",
-        dtype=DTYPE_NAMES.get(dtype, f"dtype{dtype}"), device=device, nbytes=nbytes,
+        fqn=fqn, kind=kind, shape=shape, dtype=dtype, device=device, nbytes=nbytes,
         record=str(entry.get("path_name", "")), pickled=bool(entry.get("use_pickle")),
     )
-
-
-# --- workers ------------------------------------------------------------------
-
-class _Signals(QObject):
-    finished = Signal(object)  # the task's result
-    failed = Signal(str, str)  # message, details
-
-
-class Task(QRunnable):
-    """Runs `fn()` on the thread pool; InspectorError -> failed(message, details),
-    anything else -> failed("internal error ...", traceback)."""
-
-    def __init__(self, fn, *args: Any) -> None:
-        super().__init__()
-        self.fn, self.args = fn, args
-        self.signals = _Signals()
-        # Python owns the task (the window keeps it until its signal arrives): a C++
-        # auto-delete would free it under the Python wrapper.
-        self.setAutoDelete(False)
-
-    def run(self) -> None:
-        try:
-            result = self.fn(*self.args)
-        except InspectorError as exc:
-            self.signals.failed.emit(str(exc), traceback.format_exc())
-        except Exception as exc:  # a bug of ours: still a message, details kept
-            self.signals.failed.emit(f"internal error: {type(exc).__name__}: {exc}",
-                                     traceback.format_exc())
-        else:
-            self.signals.finished.emit(result)

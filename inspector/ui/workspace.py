@@ -1,0 +1,254 @@
+"""The model between the window and the panels: the open documents and the current one.
+
+Panels depend on a Workspace (and widgets), never on the window: a panel's test builds
+`Panel(Workspace())`. The window is one client among others: it shows a tab for each
+document, follows `currentChanged`, paints `marksChanged`, and answers `nodeRequested`.
+
+    ws.open(path)                  # read off the GUI thread -> documentOpened(doc)
+    ws.current                     # the Document of the current tab (or None)
+    ws.select_node(program, node)  # -> nodeRequested(doc, program, node)
+    ws.annotate(doc, program, AnnotationLayer("profile", heat={...}))  # -> marksChanged
+    ws.close(doc)                  # -> documentClosed(doc); its tasks are cancelled and
+                                   #    its archive closes once the last one returned
+
+Background work that reads a document's archive is started on `doc.tasks` (a
+TaskGroup, inspector/ui/tasks.py) so closing the document cancels it first.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QThreadPool, QTimer, Signal
+
+from inspector.core.annotations import AnnotationLayer, AnnotationStore
+from inspector.core.document import (
+    ArchiveDoc,
+    ProgramView,
+    build_program_view,
+    index_view,
+    open_document,
+    release_frozen,
+)
+from inspector.ui.tasks import TaskGroup
+
+# Threads for all in-process work of a window: two parse/index tasks at once (each
+# holds the GIL most of the time, more would not go faster) plus room for a panel's.
+POOL_THREADS = 4
+
+
+class Document(QObject):
+    """One open archive: the Qt-free model (inspector.core.document.ArchiveDoc), the
+    background tasks that read it, and the annotations panels put on its programs."""
+
+    def __init__(self, model: ArchiveDoc, pool: QThreadPool, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.model = model
+        self.tasks = TaskGroup(pool, self)
+        self.annotations = AnnotationStore()
+        self.shown_program: str | None = None  # the program the window shows for it
+        self.closed = False
+
+    @property
+    def path(self) -> Path:
+        return self.model.path
+
+    @property
+    def archive(self):  # inspector.core.archive.Archive
+        return self.model.archive
+
+    @property
+    def views(self) -> dict[str, ProgramView]:
+        return self.model.views
+
+    @property
+    def program_names(self) -> list[str]:
+        return self.model.program_names
+
+    def view(self, program: str | None = None) -> ProgramView | None:
+        """The built view of `program` (default: the one shown), if built."""
+        name = program or self.shown_program
+        return self.model.views.get(name) if name else None
+
+    def is_file(self, path: str | Path) -> bool:
+        try:
+            return Path(path).resolve() == self.path.resolve()
+        except OSError:
+            return False
+
+
+class Workspace(QObject):
+    documentOpened = Signal(object)  # Document: read, its first program built
+    documentClosed = Signal(object)  # Document: removed; its archive closes when idle
+    currentChanged = Signal(object)  # Document | None
+    marksChanged = Signal(object, str)  # Document, program: its annotations changed
+    nodeRequested = Signal(object, str, str)  # Document, program, node name: show it
+    programLoaded = Signal(object, object)  # Document, ProgramView: built, ready to show
+    programIndexed = Signal(object, object)  # Document, ProgramView: search index attached
+    openFailed = Signal(str, str, str)  # path, message, details
+    loadFailed = Signal(object, str, str)  # Document, message, details
+    status = Signal(str)  # what is being read ("Opening x.pt2 (4.1 MB)…")
+    busyChanged = Signal(bool)  # whether any open/load/index task is running
+    loadsFinished = Signal()  # queued after the last open/load/index task ended
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.pool = QThreadPool(self)
+        self.pool.setMaxThreadCount(POOL_THREADS)
+        self.documents: list[Document] = []
+        self._current: Document | None = None
+        self._opening = TaskGroup(self.pool, self)  # opens: no document owns them yet
+        self._loads = 0
+
+    # -- documents --
+    @property
+    def current(self) -> Document | None:
+        return self._current
+
+    def current_path(self) -> str | None:
+        return str(self._current.path) if self._current is not None else None
+
+    def find(self, path: str | Path) -> Document | None:
+        return next((d for d in self.documents if d.is_file(path)), None)
+
+    def set_current(self, doc: Document | None) -> None:
+        if doc is not None and doc not in self.documents:
+            return
+        if doc is not self._current:
+            self._current = doc
+            self.currentChanged.emit(doc)
+
+    def open(self, path: str | Path, program: str | None = None) -> Document | None:
+        """Show `path` if open (returns its Document), else read it off the GUI thread
+        (documentOpened or openFailed follows; returns None)."""
+        path = Path(path)
+        doc = self.find(path)
+        if doc is not None:
+            self.set_current(doc)
+            return doc
+        size = path.stat().st_size if path.is_file() else 0
+        self._run(self._opening, f"Opening {path.name} ({size / 1e6:.1f} MB)…",
+                  open_document, path, program,
+                  on_done=lambda result: self._opened(path, result),
+                  on_fail=lambda msg, det: self.openFailed.emit(str(path), msg, det))
+        return None
+
+    def _opened(self, path: Path, result: tuple[ArchiveDoc, ProgramView | None]) -> None:
+        model, view = result
+        again = self.find(path)
+        if again is not None:  # opened twice meanwhile: keep the first
+            model.archive.close()
+            self.set_current(again)
+            return
+        doc = Document(model, self.pool, self)
+        if view is not None:
+            doc.shown_program = view.name
+        self.documents.append(doc)
+        self.documentOpened.emit(doc)
+        self.set_current(doc)
+        if view is not None:
+            self._index(doc, view)
+
+    def close(self, doc: Document) -> None:
+        if doc not in self.documents:
+            return
+        self.documents.remove(doc)
+        doc.closed = True
+        if self._current is doc:
+            self._current = None
+            self.currentChanged.emit(None)
+        self.documentClosed.emit(doc)
+
+        def release() -> None:
+            doc.archive.close()
+            doc.views.clear()
+            doc.deleteLater()
+            QTimer.singleShot(0, release_frozen)
+
+        # Cancel first; the archive closes once no task of the document reads it.
+        doc.tasks.close(release)
+
+    # -- programs --
+    def load_program(self, doc: Document, name: str) -> None:
+        """Build program `name` of `doc` off the GUI thread -> programLoaded."""
+        self._run(doc.tasks, f"Reading program {name}…", build_program_view, doc.archive, name,
+                  key=f"load:{name}",
+                  on_done=lambda view: self._loaded(doc, view),
+                  on_fail=lambda msg, det: self.loadFailed.emit(doc, msg, det))
+
+    def _loaded(self, doc: Document, view: ProgramView) -> None:
+        doc.views[view.name] = view
+        self.programLoaded.emit(doc, view)
+        self._index(doc, view)
+
+    def _index(self, doc: Document, view: ProgramView) -> None:
+        """Big programs paint first; their search index follows in the background."""
+        if view.complete:
+            return
+        self._run(doc.tasks, f"Indexing {view.name} ({view.node_count:,} nodes) for search…",
+                  index_view, view, key=f"index:{view.name}",
+                  on_done=lambda idx: self.programIndexed.emit(doc, idx.apply(view)),
+                  on_fail=lambda msg, det: self.loadFailed.emit(doc, msg, det))
+
+    def _run(self, group: TaskGroup, message: str, fn, *args, on_done, on_fail,
+             key: str | None = None) -> None:
+        """A load counted by busyChanged/loadsFinished (cancelled ones included)."""
+        self._loads += 1
+        if self._loads == 1:
+            self.busyChanged.emit(True)
+        self.status.emit(message)
+
+        counted = [True]
+
+        def ended() -> None:
+            if counted[0]:
+                counted[0] = False
+                self._loads -= 1
+                if self._loads == 0:
+                    self.busyChanged.emit(False)
+                    # queued with the workspace as context (never after it is gone), and
+                    # only if what the finished load started (its index) is not running
+                    QTimer.singleShot(0, self, self._maybe_loads_finished)
+
+        def done(value) -> None:
+            ended()  # first: what on_done shows may ask is_busy()
+            on_done(value)
+
+        def failed(msg: str, det: str) -> None:
+            ended()
+            on_fail(msg, det)
+
+        group.start(fn, *args, on_done=done, on_fail=failed, on_end=ended, key=key)
+
+    def _maybe_loads_finished(self) -> None:
+        if self._loads == 0:
+            self.loadsFinished.emit()
+
+    def is_busy(self) -> bool:
+        return self._loads > 0
+
+    # -- nodes and annotations --
+    def select_node(self, program: str, node: str, doc: Document | None = None) -> None:
+        """Ask the window to show `node` of `program` (default: in the current document)."""
+        doc = doc or self._current
+        if doc is not None:
+            self.nodeRequested.emit(doc, program, node)
+
+    def annotate(self, doc: Document, program: str, layer: AnnotationLayer) -> None:
+        """Publish `layer` (replacing the previous one of `layer.source`) on `program`."""
+        doc.annotations.set(program, layer)
+        self.marksChanged.emit(doc, program)
+
+    def clear_annotations(self, doc: Document, source: str, program: str | None = None) -> None:
+        programs = [program] if program is not None else doc.annotations.programs()
+        doc.annotations.clear(program, source)
+        for name in programs:
+            self.marksChanged.emit(doc, name)
+
+    # -- lifetime --
+    def shutdown(self, timeout_ms: int = 5000) -> None:
+        """Cancel everything and wait for running tasks (the window is closing)."""
+        self._opening.cancel()
+        for doc in self.documents:
+            doc.tasks.cancel()
+        self.pool.waitForDone(timeout_ms)
