@@ -68,16 +68,19 @@ class Histogram:
 
 # --- statistics ---------------------------------------------------------------------
 
-def stats_steps(reader: WeightReader, weight: WeightInfo) -> Generator[float, None, WeightStats]:
-    """Compute a weight's statistics, yielding the fraction done after each block;
-    the generator's return value is the WeightStats. Stop iterating to cancel."""
-    blocks = reader.blocks(weight)  # WeightError now, before any work
+def stats_steps(reader: WeightReader, weight: WeightInfo, *,
+                block_elements: int = BLOCK_ELEMENTS) -> Generator[float, None, WeightStats]:
+    """Compute a weight's statistics, yielding the fraction done after each block
+    (of about `block_elements` values); the generator's return value is the
+    WeightStats. Stop iterating to cancel."""
+    blocks = reader.blocks(weight, block_elements)  # WeightError now, before any work
     numel = weight.numel or 0
     kind = wd.value_kind(weight.dtype)  # type: ignore[arg-type]
     acc: _Real | _Complex | _Bool = {"complex": _Complex, "bool": _Bool}.get(kind, _Real)(kind)
     done = 0
     for block in blocks:
-        acc.add(block)
+        with np.errstate(all="ignore"):  # overflow is detected and redone, not warned about
+            acc.add(block)
         done += block.size
         yield done / numel if numel else 1.0
     return acc.result()
@@ -85,10 +88,11 @@ def stats_steps(reader: WeightReader, weight: WeightInfo) -> Generator[float, No
 
 def compute_stats(reader: WeightReader, weight: WeightInfo, *,
                   should_cancel: Callable[[], bool] | None = None,
-                  progress: Callable[[float], None] | None = None) -> WeightStats:
+                  progress: Callable[[float], None] | None = None,
+                  block_elements: int = BLOCK_ELEMENTS) -> WeightStats:
     """Statistics of one weight. `should_cancel` is asked between blocks
     (StatsCancelled); WeightError when the config does not fit its record."""
-    steps = stats_steps(reader, weight)
+    steps = stats_steps(reader, weight, block_elements=block_elements)
     try:
         while True:
             fraction = next(steps)

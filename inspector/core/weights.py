@@ -155,6 +155,12 @@ def _describe(program: str, which: str, name: str, meta: Any, roles: dict[str, s
         note = f"error: its config gives {len(sizes)} sizes but {len(strides)} strides"
     elif not all(isinstance(v, int) for v in (*sizes, *strides, offset)):
         note = "not read (symbolic sizes, strides or offset)"
+    elif any(v < 0 for v in (*sizes, *strides, offset)):  # type: ignore[operator]
+        note = "error: its config gives a negative size, stride or offset"
+    elif math.prod(sizes) > _MAX_DIM or any(v > _MAX_DIM for v in (*strides, offset)):  # type: ignore[operator, arg-type]
+        note = "error: its config gives more elements than any real tensor holds"
+    if note is not None and note.startswith("error"):
+        return WeightInfo(program, name, kind, record, dtype, (), (), 0, note)
     return WeightInfo(program, name, kind, record, dtype, sizes, strides, offset, note)
 
 
