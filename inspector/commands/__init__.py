@@ -6,6 +6,6 @@ Modules here import heavy things (torch, Qt) only inside `run`, so that
 
 from __future__ import annotations
 
-from inspector.commands import audit, devices, export, info, listing, retarget, run, weights
+from inspector.commands import audit, devices, export, info, listing, report, retarget, run, weights
 
-COMMANDS = (info, listing, audit, export, retarget, run, devices, weights)
+COMMANDS = (info, listing, audit, export, retarget, run, devices, weights, report)

@@ -22,10 +22,9 @@ from typing import Any
 
 import orjson
 
-from inspector.core.archive import Archive, open_archive
+from inspector.core.archive import open_archive
 from inspector.core.summary import format_size
-from inspector.core.weight_stats import compute_stats
-from inspector.core.weights import WeightError, WeightInfo, WeightReader, list_weights
+from inspector.core.weight_stats import program_weights
 
 NAME = "weights"
 HELP = "statistics of every weight (min, max, mean, std, NaN/Inf/zero counts) from the raw records"
@@ -48,29 +47,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(format_text(report))
     return 0
-
-
-def program_weights(archive: Archive, name: str) -> list[dict[str, Any]]:
-    """The `weights` list of one program (shared with the HTML report)."""
-    program = archive.program(name)
-    rows = []
-    with WeightReader(archive) as reader:
-        for weight in list_weights(archive, name, program):
-            rows.append(weight_row(reader, weight))
-    return rows
-
-
-def weight_row(reader: WeightReader, weight: WeightInfo) -> dict[str, Any]:
-    stats, note = None, weight.note
-    if weight.readable:
-        try:
-            stats = compute_stats(reader, weight).as_dict()
-            if reader.record_bytes(weight) == 0 and weight.numel:
-                note = "empty record: torch.export.load fills it with zeros"
-        except WeightError as exc:
-            note = f"error: {exc}"
-    return {"name": weight.name, "kind": weight.kind, "dtype": weight.dtype_name,
-            "shape": list(weight.sizes), "bytes": weight.nbytes, "stats": stats, "note": note}
 
 
 def _num(v: Any) -> str:

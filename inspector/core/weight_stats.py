@@ -26,8 +26,9 @@ from typing import Any
 import numpy as np
 
 from inspector.core import weight_dtypes as wd
+from inspector.core.archive import Archive
 from inspector.core.errors import InspectorError
-from inspector.core.weights import BLOCK_ELEMENTS, WeightInfo, WeightReader
+from inspector.core.weights import BLOCK_ELEMENTS, WeightError, WeightInfo, WeightReader, list_weights
 
 # Keep the one-pass variance (sum of squares minus n * mean^2) only while the
 # squares' mean is at most this many times the variance: float32 dot products
@@ -272,6 +273,32 @@ class _Complex:
         mean = None if n == 0 else (re.mean, im.mean)
         std = math.sqrt((self.re.m2 + self.im.m2) / (n - 1)) if n > 1 else None
         return WeightStats(self.count, n, None, None, mean, std, self.nan, self.inf, self.zeros)
+
+
+# --- the table of a program -----------------------------------------------------------
+
+def program_weights(archive: Archive, name: str) -> list[dict[str, Any]]:
+    """The `weights` list of one program as `weights --json` prints it (the
+    HTML report shows the same rows): every weight, its stats or why not."""
+    program = archive.program(name)
+    rows = []
+    with WeightReader(archive) as reader:
+        for weight in list_weights(archive, name, program):
+            rows.append(weight_row(reader, weight))
+    return rows
+
+
+def weight_row(reader: WeightReader, weight: WeightInfo) -> dict[str, Any]:
+    stats, note = None, weight.note
+    if weight.readable:
+        try:
+            stats = compute_stats(reader, weight).as_dict()
+            if reader.record_bytes(weight) == 0 and weight.numel:
+                note = "empty record: torch.export.load fills it with zeros"
+        except WeightError as exc:
+            note = f"error: {exc}"
+    return {"name": weight.name, "kind": weight.kind, "dtype": weight.dtype_name,
+            "shape": list(weight.sizes), "bytes": weight.nbytes, "stats": stats, "note": note}
 
 
 # --- histograms ---------------------------------------------------------------------
