@@ -10,7 +10,9 @@ listed as "not read (pickled)"). `--json` prints
                    "note"}]}]}
 
 where `name` is the key of torch's ExportedProgram.state_dict (or .constants) and
-kind is parameter, buffer or constant. A weight whose config does not fit its
+kind is parameter, buffer or constant. Integers and bools count as numbers (a
+bool's mean is the fraction True); complex weights have min/max null and the
+mean as [real, imag]. A weight whose config does not fit its
 record gets stats null and a note starting "error:"; the others are still read.
 """
 

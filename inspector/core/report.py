@@ -99,10 +99,10 @@ def _findings_table(findings: Sequence[Finding], program_index: int | None) -> s
     rows = []
     for f in findings:
         if f.line is not None and program_index is not None:
-            where = f'<a href="#p{program_index}-L{f.line + 1}">line {f.line + 1}</a>'
+            where = f'<a href="#p{program_index}-L{f.line + 1}">line&nbsp;{f.line + 1}</a>'
         else:
             where = ""
-        rows.append(f"<tr class=sev-{esc(f.severity)}><td>{esc(f.severity)}</td><td>{esc(f.rule)}</td>"
+        rows.append(f"<tr class=\"sev-{esc(f.severity)}\"><td>{esc(f.severity)}</td><td>{esc(f.rule)}</td>"
                     f"<td>{where}</td><td><code>{esc(f.node)}</code></td><td>{esc(f.message)}"
                     + (f"<div class=src>at {esc(f.source)}</div>" if f.source else "")
                     + "</td><td>" + esc(f.fix) + "</td></tr>")

@@ -20,6 +20,7 @@ import math
 import mmap
 import struct
 import tempfile
+import threading
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -209,10 +210,13 @@ class _Layout:
 
 
 class WeightReader:
-    """Reads weights of one open archive. Use as a context manager; close() unmaps."""
+    """Reads weights of one open archive. Use as a context manager; close() unmaps.
+    Several threads may read through one reader (the map is made under a lock;
+    numpy releases the GIL in its loops), but close it only when all are done."""
 
     def __init__(self, archive: Archive) -> None:
         self.archive = archive
+        self._lock = threading.Lock()
         self._file: Any = None
         self._map: mmap.mmap | None = None
         self._temps: list[Any] = []
@@ -339,16 +343,18 @@ class WeightReader:
         except BaseException:
             tmp.close()
             raise
-        self._temps.append((tmp, mm))
+        with self._lock:
+            self._temps.append((tmp, mm))
         if mm is None:
             return np.zeros(0, dtype=dtype)
         return np.frombuffer(mm, dtype=dtype, count=count)
 
     def _archive_map(self) -> mmap.mmap:
-        if self._map is None:
-            self._file = open(self.archive.path, "rb")  # noqa: SIM115 (closed in close())
-            self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
-        return self._map
+        with self._lock:
+            if self._map is None:
+                self._file = open(self.archive.path, "rb")  # noqa: SIM115 (closed in close())
+                self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+            return self._map
 
     def _data_start(self, weight: WeightInfo, info: zipfile.ZipInfo, mm: mmap.mmap) -> int:
         """Offset of a stored entry's bytes in the file, from its local header
