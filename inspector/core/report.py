@@ -28,6 +28,10 @@ from inspector.core.summary import format_size, program_summary
 
 # Nodes of a profile shown per program (the slowest first); the rest are summed.
 PROFILE_TOP_NODES = 40
+# Listings longer than this are shown unhighlighted: pygments takes ~1.2 s per
+# 10,000 lines (ListingLexer; PythonLexer ~6x that), and a 140,000-line
+# listing's page is 41 MB highlighted, 18 MB plain.
+MAX_HIGHLIGHTED_LINES = 50_000
 
 
 class ReportError(InspectorError):
@@ -241,16 +245,23 @@ def listing_html(listing: Listing, program_index: int, marked: set[int]) -> str:
     (`p{i}-L{n}`, n as `pt2-inspector list` numbers lines); source comments fold."""
     from pygments import highlight
     from pygments.formatters import HtmlFormatter
-    from pygments.lexers.python import PythonLexer
 
-    # nowrap output keeps one source line per output line: HtmlFormatter closes
-    # and reopens spans at every newline, so splitting on them keeps tags balanced.
-    text = "\n".join(listing.lines)
-    highlighted = highlight(text, PythonLexer(stripnl=False, ensurenl=False),
-                            HtmlFormatter(nowrap=True)).removesuffix("\n").split("\n")
-    if len(highlighted) != len(listing.lines):  # never expected; stay correct regardless
-        highlighted = [esc(line) for line in listing.lines]
-    out = ['<pre class="listing hl">']
+    from inspector.core.listing_lexer import ListingLexer
+
+    plain = [esc(line) for line in listing.lines]
+    highlighted = plain
+    if len(listing.lines) <= MAX_HIGHLIGHTED_LINES:
+        # nowrap output keeps one source line per output line: HtmlFormatter closes
+        # and reopens spans at every newline, so splitting on them keeps tags balanced.
+        text = "\n".join(listing.lines)
+        highlighted = highlight(text, ListingLexer(stripnl=False, ensurenl=False),
+                                HtmlFormatter(nowrap=True)).removesuffix("\n").split("\n")
+        if len(highlighted) != len(listing.lines):  # never expected; stay correct regardless
+            highlighted = plain
+    out = []
+    if highlighted is plain and len(listing.lines) > MAX_HIGHLIGHTED_LINES:
+        out.append(f"<p class=meta>Not highlighted: over {MAX_HIGHLIGHTED_LINES:,} lines.</p>")
+    out.append('<pre class="listing hl">')
     for n, (line, code) in enumerate(zip(listing.lines, highlighted), start=1):
         anchor = f"p{program_index}-L{n}"
         cls = "ln mark" if (n - 1) in marked else "ln"

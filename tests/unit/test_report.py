@@ -270,3 +270,19 @@ def test_report_of_a_multi_program_archive(tmp_path: Path) -> None:
     assert {"p0-listing", "p1-listing", "p0-weights", "p1-weights"} <= set(ids)
     r = _cli("report", str(path), "-o", str(out), "--program", "second")
     assert r.returncode == 0 and "p1-listing" not in out.read_text()
+
+
+def test_listing_is_highlighted_and_long_ones_stay_plain(archive: Path, monkeypatch) -> None:
+    from inspector.core import report
+    from inspector.core.archive import open_archive
+    from inspector.core.listing import render_listing
+
+    with open_archive(archive) as a:
+        listing = render_listing(a.program("model"))
+    page = report.listing_html(listing, 0, set())
+    assert '<span class="kt">&quot;f32[' in page or '<span class="kt">"f32[' in page  # annotations
+    assert '<span class="nf">torch.ops.aten.' in page  # op targets
+    monkeypatch.setattr(report, "MAX_HIGHLIGHTED_LINES", 3)
+    plain = report.listing_html(listing, 0, set())
+    assert "Not highlighted" in plain and '<span class="nf">' not in plain
+    assert all(f'id="p0-L{n}"' in plain for n in range(1, len(listing) + 1))
