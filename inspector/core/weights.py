@@ -16,6 +16,7 @@ a record. Pickled records are never opened.
 
 from __future__ import annotations
 
+import bisect
 import math
 import mmap
 import struct
@@ -220,6 +221,7 @@ class WeightReader:
         self._file: Any = None
         self._map: mmap.mmap | None = None
         self._temps: list[Any] = []
+        self._starts: list[int] | None = None
         if archive.byteorder not in (None, "little", "big"):
             raise ArchiveError(f"byteorder record says {archive.byteorder!r}, "
                                "expected 'little' or 'big'")
@@ -375,7 +377,25 @@ class WeightReader:
         start = h + _LOCAL_HEADER.size + name_len + extra_len
         if info.compress_size != info.file_size or start + info.file_size > len(mm):
             raise WeightError(f"{where} runs past the end of the file (truncated archive)")
+        if start + info.file_size > self._next_entry(h, len(mm)):
+            raise WeightError(f"{where} claims more bytes than it holds (it overlaps the next "
+                              "entry: the zip directory lies)")
         return start
+
+    def _next_entry(self, header_offset: int, file_size: int) -> int:
+        """Where the entry after the one at `header_offset` begins (a stored
+        record's bytes must end before it: the map has no CRC check to catch it)."""
+        with self._lock:
+            if self._starts is None:
+                starts = []
+                for rec in self.archive.records:
+                    try:
+                        starts.append(self.archive.entry(rec.path).header_offset)
+                    except ArchiveError:
+                        continue
+                self._starts = sorted(starts)
+        i = bisect.bisect_right(self._starts, header_offset)
+        return self._starts[i] if i < len(self._starts) else file_size
 
     def _stream_bytes(self, weight: WeightInfo, info: zipfile.ZipInfo, skip: int,
                       length: int, step: int = 1 << 20) -> Iterator[bytes]:

@@ -260,6 +260,8 @@ def test_corpus_matches_torch(corpus: list[Path]) -> None:
         n = compare_archive(path)
         compared += n
         with_weights += n > 0
+    print(f"compared {compared} tensors of {with_weights} archives with weights "
+          f"({len(corpus)} archives) against torch")
     # the corpus is broad: dozens of archives with weights, hundreds of tensors
     assert with_weights >= 20 and compared >= 300, (with_weights, compared)
 
@@ -536,3 +538,28 @@ def test_cli_errors_are_one_line(zoo: Path, tmp_path: Path) -> None:
     junk.write_bytes(b"not a zip at all")
     out = _cli("weights", str(junk))
     assert out.returncode == 2 and out.stderr.startswith("error: ") and "Traceback" not in out.stderr
+
+
+def test_zip_directory_that_overstates_a_stored_record(zoo: Path, tmp_path: Path) -> None:
+    """The central directory says a stored record is bigger than it is (its bytes
+    would run into the next entry) and the config claims that many elements: an
+    error, not values read from the neighbouring records."""
+    sys.path.insert(0, str(ROOT / "tests" / "security"))
+    import zipcraft
+
+    edited = tmp_path / "edited.pt2"
+    _rewrite(zoo, edited, config_edit=lambda c: c["w32"]["tensor_meta"].update(
+        sizes=[{"as_int": 48}, {"as_int": 6}]))
+    with open_archive(edited) as a:
+        w = next(w for w in list_weights(a, "model") if w.name == "w32")
+        name = a.top + w.record
+        assert a.entry(w.record).file_size == 8 * 6 * 4
+    lying = tmp_path / "lying.pt2"
+    lying.write_bytes(zipcraft.patch_entry(edited.read_bytes(), name, csize=48 * 6 * 4,
+                                           usize=48 * 6 * 4))
+    with open_archive(lying) as a, WeightReader(a) as r:
+        w = next(w for w in list_weights(a, "model") if w.name == "w32")
+        with pytest.raises(WeightError, match="overlaps the next entry"):
+            compute_stats(r, w)
+        others = [x for x in list_weights(a, "model") if x.readable and x.name != "w32"]
+        assert all(compute_stats(r, x) for x in others)  # the rest still read
