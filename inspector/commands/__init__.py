@@ -6,6 +6,17 @@ Modules here import heavy things (torch, Qt) only inside `run`, so that
 
 from __future__ import annotations
 
-from inspector.commands import audit, devices, export, info, listing, retarget, run, shapes
+from inspector.commands import (
+    audit,
+    devices,
+    export,
+    info,
+    listing,
+    report,
+    retarget,
+    run,
+    shapes,
+    weights,
+)
 
-COMMANDS = (info, listing, shapes, audit, export, retarget, run, devices)
+COMMANDS = (info, listing, shapes, weights, audit, report, export, retarget, run, devices)

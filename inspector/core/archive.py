@@ -152,6 +152,18 @@ class Archive:
             return False
         return True
 
+    def entry(self, rel: str) -> zipfile.ZipInfo:
+        """The zip entry of a record, for readers that stream or memory-map it
+        (weights.py); everything else reads through read_bytes."""
+        try:
+            return self._zip.getinfo(self.top + rel)
+        except KeyError:
+            raise ArchiveError(f"record {rel} is missing from the archive") from None
+
+    def open_entry(self, info: zipfile.ZipInfo):
+        """A decompressing stream over one entry (zipfile checks its CRC at the end)."""
+        return self._zip.open(info)
+
     def read_bytes(self, rel: str, limit: int) -> bytes:
         """Read one record through a bounded stream: at most `limit` bytes are
         decompressed, whatever the zip header claims."""
