@@ -28,6 +28,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import stat
 import sysconfig
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -41,6 +42,9 @@ NEARBY_LINES = 8
 _PACKAGE_DIRS = ("site-packages/", "dist-packages/")
 _STDLIB = re.compile(r"/lib/python3\.\d+/(?!site-packages/|dist-packages/)")
 _TOP_NAME = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$")
+# Pseudo-file systems: a path from the file could name /proc/kmsg (a "regular"
+# file whose read blocks) or a device; no source code lives there.
+_NOT_SOURCES = ("/proc/", "/sys/", "/dev/")
 # Source files bigger than this are not read (a line check on a generated
 # multi-MB file is not worth the memory).
 MAX_SOURCE_BYTES = 8 * 1024 * 1024
@@ -134,9 +138,9 @@ class SourceResolver:
             return None  # <frozen ...>, <string>, <eval_with_key>: no file anywhere
         for mapping in self.mappings:
             mapped = mapping.apply(path)
-            if mapped is not None and os.path.isfile(mapped):
+            if mapped is not None and _existing(mapped):
                 return mapped
-        if os.path.isabs(path) and os.path.isfile(path):
+        if os.path.isabs(path) and _existing(path):
             return path
         for marker in _PACKAGE_DIRS:
             at = path.rfind(marker)
@@ -167,6 +171,8 @@ class SourceResolver:
 
 
 def _existing(path: str) -> str | None:
+    if os.path.realpath(path).startswith(_NOT_SOURCES):
+        return None
     return path if os.path.isfile(path) else None
 
 
@@ -184,11 +190,16 @@ def _read_lines(path: str, mtime_ns: int) -> tuple[str, ...] | None:
 
 def source_lines(path: str) -> Sequence[str] | None:
     """The file's lines (cached until it changes), or None when unreadable."""
+    real = os.path.realpath(path)
+    if real.startswith(_NOT_SOURCES):
+        return None
     try:
-        mtime = os.stat(path).st_mtime_ns
+        st = os.stat(real)
     except OSError:
         return None
-    return _read_lines(path, mtime)
+    if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
+        return None  # empty, or a pseudo-file that reports no size
+    return _read_lines(real, st.st_mtime_ns)
 
 
 def check_line(path: str, line: int, code: str, nearby: int = NEARBY_LINES) -> LineCheck:

@@ -243,6 +243,7 @@ def test_resolver_order_and_refusals(tmp_path: Path) -> None:
     assert r.resolve("/x/site-packages/../../etc/passwd") is None
     assert r.resolve("/x/site-packages/not a name/f.py") is None
     assert r.resolve("/x/site-packages/pt2i_no_such_pkg/f.py") is None
+    assert r.resolve("/proc/kmsg") is None and r.resolve("/proc/self/status") is None
     with pytest.raises(SourceMapError, match="not a folder here"):
         PathMapping.parse(f"/rec={tmp_path / 'missing'}")
 
@@ -256,3 +257,8 @@ def test_check_line_looks_a_few_lines_around(tmp_path: Path) -> None:
     assert check_line(str(f), 10, "line30").status == "differs"  # beyond NEARBY_LINES
     assert check_line(str(f), 10, "").status == "unchecked"
     assert check_line(str(tmp_path / "gone.py"), 1, "x").status == "unchecked"
+    # a trace naming a pseudo-file is never read (/proc/kmsg would block)
+    link = tmp_path / "kmsg.py"
+    link.symlink_to("/proc/self/status")
+    assert check_line(str(link), 1, "Name:").status == "unchecked"
+    assert check_line("/proc/self/status", 1, "Name:").status == "unchecked"
