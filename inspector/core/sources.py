@@ -33,7 +33,6 @@ import sysconfig
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
 from inspector.core.errors import InspectorError
 
