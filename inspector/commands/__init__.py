@@ -12,6 +12,7 @@ from inspector.commands import (
     export,
     info,
     listing,
+    node,
     report,
     retarget,
     run,
@@ -19,4 +20,4 @@ from inspector.commands import (
     weights,
 )
 
-COMMANDS = (info, listing, shapes, weights, audit, report, export, retarget, run, devices)
+COMMANDS = (info, listing, node, shapes, weights, audit, report, export, retarget, run, devices)

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from inspector.core.errors import InspectorError
+from inspector.xcb_check import check_xcb
 
 
 def _demo_path() -> Path:
@@ -36,6 +37,9 @@ def run(args: argparse.Namespace) -> int:
     for f in files:
         if not f.exists():
             raise InspectorError(f"cannot open {f} (no such file)")
+    # Qt aborts (exit 134) on a missing xcb library, naming only the first one:
+    # find them all first and say so in one line.
+    check_xcb()
 
     from PySide6.QtWidgets import QApplication
 

@@ -45,16 +45,26 @@ def bare(preset: str, out: str) -> None:
     package_pt2(out, exported_programs={"encoder": enc, "decoder": dec})
 
 
-def cancel_latency(out: Path) -> float:
+def cancel_latency(out: Path, stage: str) -> float:
+    """Seconds from SIGTERM to the child's exit, cancelled on reaching `stage`;
+    the child must end through its handler (exit 130), not the SIGKILL fallback."""
+    from inspector.jobs.__main__ import EXIT_CANCELLED
     from inspector.jobs.runner import Job
 
     child = Job("export", ["-o", str(out)])
     for event in child.events():
-        if event["event"] == "progress" and event["stage"] == "export decoder":
+        if event["event"] == "error":
+            raise SystemExit(f"the export failed before {stage!r}: {event['message']}")
+        if event["event"] == "progress" and event["stage"] == stage:
             break
+    else:
+        raise SystemExit(f"the export ended before {stage!r}")
     t0 = time.perf_counter()
-    child.cancel()
-    return time.perf_counter() - t0
+    code = child.cancel()
+    elapsed = time.perf_counter() - t0
+    if code != EXIT_CANCELLED:
+        raise SystemExit(f"cancel at {stage!r}: exit {code}, not {EXIT_CANCELLED}")
+    return elapsed
 
 
 def main() -> int:
@@ -85,20 +95,25 @@ def main() -> int:
     j_wall = statistics.median(m.wall_s for m in jobs)
     b_rss = statistics.median(m.peak_rss_mb for m in bares)
     j_rss = statistics.median(m.peak_rss_mb for m in jobs)
-    cancels = [cancel_latency(tmp / "cancel.pt2") for _ in range(2)]
+    cancels = [cancel_latency(tmp / "cancel.pt2", stage)
+               for stage in ("export decoder", "save") for _ in range(2)]
     print(f"preset {args.preset}, {args.repeats} interleaved runs each (medians)")
     print(f"  bare script : {b_wall:7.2f} s  peak RSS {b_rss:7.0f} MB")
     print(f"  export job  : {j_wall:7.2f} s  peak RSS {j_rss:7.0f} MB")
     print(f"  ratio job/bare: wall {j_wall / b_wall:.3f}x (target <= 1.10), "
           f"RSS {j_rss / b_rss:.3f}x (target <= 1.2)")
-    print(f"  cancel during 'export decoder': {max(cancels) * 1000:.0f} ms worst of "
-          f"{len(cancels)} (target < 1000 ms)")
+    print(f"  cancel during 'export decoder' and 'save': {max(cancels) * 1000:.0f} ms worst "
+          f"of {len(cancels)} (target < 1000 ms)")
     print(f"  archive sizes: bare {(tmp / 'bare.pt2').stat().st_size / 1e6:.1f} MB, "
           f"job {(tmp / 'job.pt2').stat().st_size / 1e6:.1f} MB")
     import shutil
 
     shutil.rmtree(tmp, ignore_errors=True)
-    return 0
+    misses = [what for what, ok in (("wall ratio", j_wall / b_wall <= 1.10),
+                                    ("RSS ratio", j_rss / b_rss <= 1.2),
+                                    ("cancel latency", max(cancels) < 1.0)) if not ok]
+    print("MISS: " + ", ".join(misses) if misses else "all targets met")
+    return 1 if misses else 0
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@ Side by side in one run, interleaved, on CPU with the tiny preset:
         no per-step timer, no events.
   job   `python -m inspector.jobs run` (per-step timing, one sample event per token);
         its result's total_ms is the same whole-generation time.
-Target (issue 6): job per generation <= 1.03x bare. Also reported: whole-process wall.
+Targets (issue 6): job per generation <= 1.03x bare, the same token ids; a cancel
+mid-run ends the child (through its handler) within 1 s. Exit 1 on a miss. Also
+reported: whole-process wall.
 
     python tests/benchmarks/bench_run.py [ARCHIVE] [--batch N] [--tokens N] [--repeats N]
                                          [--device DEV]
@@ -85,6 +87,7 @@ def table(args: argparse.Namespace) -> int:
           f"warm-up {args.warmup}, {args.repeats} timed generations")
     print(f"{'mode':<8}{'compile':<9}{'precision':<10}{'p50 ms':>9}{'p90 ms':>9}"
           f"{'enc ms':>9}{'total ms':>10}{'tok/s':>9}")
+    failed = 0
     for precision in ("fp32", "bf16"):
         for mode in ("eager", "export"):
             for comp in (False, True):
@@ -96,10 +99,36 @@ def table(args: argparse.Namespace) -> int:
                     r = run_job("run", argv)
                 except JobError as exc:
                     print(f"{mode:<8}{str(comp):<9}{precision:<10} failed: {exc}")
+                    failed += 1
                     continue
                 print(f"{mode:<8}{str(comp):<9}{precision:<10}{r['p50_ms']:9.2f}{r['p90_ms']:9.2f}"
                       f"{r['encoder_ms']:9.2f}{r['total_ms']:10.1f}{r['tokens_per_s']:9.1f}")
-    return 0
+    if failed:
+        print(f"MISS: {failed} of 8 configurations failed")
+    return 1 if failed else 0
+
+
+def cancel_latency(archive: Path, device: str) -> float:
+    """Seconds from SIGTERM to the run child's exit, mid-generation; the child must
+    end through its handler (exit 130), not the SIGKILL after the grace period."""
+    from inspector.jobs.__main__ import EXIT_CANCELLED
+    from inspector.jobs.runner import Job
+
+    child = Job("run", [str(archive), "--device", device, "--max-tokens", "64",
+                        "--repeats", "50", "--warmup", "0"])
+    for event in child.events():
+        if event["event"] == "error":
+            raise SystemExit(f"the run failed before its first sample: {event['message']}")
+        if event["event"] == "sample":
+            break
+    else:
+        raise SystemExit("the run ended without a sample")
+    t0 = time.perf_counter()
+    code = child.cancel()
+    elapsed = time.perf_counter() - t0
+    if code != EXIT_CANCELLED:
+        raise SystemExit(f"cancel mid-run: exit {code}, not {EXIT_CANCELLED}")
+    return elapsed
 
 
 def compare_load(archive: Path, rounds: int) -> None:
@@ -178,9 +207,16 @@ def main() -> int:
     print(f"  run job        : {jm:9.1f} ms per generation   process {statistics.median(job_wall):6.1f} s")
     print(f"  ratio job/bare : {jm / bm:.3f}x per generation (target <= 1.03)")
     print(f"  same token ids : {same_tokens}")
+    cancels = [cancel_latency(archive, args.device) for _ in range(2)]
+    print(f"  cancel mid-run : {max(cancels) * 1000:.0f} ms worst of {len(cancels)} "
+          "(target < 1000 ms)")
     if args.compare_load:
         compare_load(archive, args.rounds)
-    return 0
+    misses = [what for what, ok in (("per-generation ratio", jm / bm <= 1.03),
+                                    ("token ids differ", same_tokens),
+                                    ("cancel latency", max(cancels) < 1.0)) if not ok]
+    print("MISS: " + ", ".join(misses) if misses else "all targets met")
+    return 1 if misses else 0
 
 
 if __name__ == "__main__":

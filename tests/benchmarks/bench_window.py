@@ -8,6 +8,15 @@ writes: its nodes are repeated with renamed values (metadata — stack traces,
 nn_module_stack — kept as they are), so every node carries real-sized metadata.
 Goals (issue 4): open + first paint < 10 s, search < 100 ms per query, no
 stutter while scrolling (a page paints well under a 16 ms frame).
+
+Judged side by side, in this run, on CPU time (which a busy machine does not
+inflate as it does wall time): first paint of the 100k program against the
+floor of reading it (orjson.loads + the program model, measured here on the same
+bytes), each search against a plain scan of the listing's lines for the same
+text; exit 1 on a miss:
+  first paint CPU <= 3x the read floor, and < 10 s;
+  every search's CPU <= the plain scan's, and < 100 ms;
+  scroll paint p95 CPU < 16.7 ms (one 60 Hz frame).
 """
 
 from __future__ import annotations
@@ -111,11 +120,12 @@ def build_big_archive(toy: Path, out: Path, program: str = "decoder") -> tuple[P
     return out, len(new_nodes), len(data)
 
 
-def first_paint(app, window, path: Path) -> tuple[float, float, object]:
-    """Seconds to the listing's first paint, and to the search index being ready."""
+def first_paint(app, window, path: Path) -> tuple[float, float, object, float]:
+    """Seconds to the listing's first paint, to the search index being ready, the
+    tab, and the process's CPU seconds to the first paint (all threads)."""
     from PySide6.QtCore import QEventLoop, QTimer
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     loop = QEventLoop()
     window.archiveOpened.connect(loop.quit)
     QTimer.singleShot(300_000, loop.quit)
@@ -125,12 +135,12 @@ def first_paint(app, window, path: Path) -> tuple[float, float, object]:
     tab = window.current_tab()
     tab.listing.viewport().repaint()
     app.processEvents()
-    painted = time.perf_counter() - t0
+    painted, painted_cpu = time.perf_counter() - t0, time.process_time() - c0
     if window.is_loading():
         window.loadsFinished.connect(loop.quit)
         loop.exec()
         window.loadsFinished.disconnect(loop.quit)
-    return painted, time.perf_counter() - t0, tab
+    return painted, time.perf_counter() - t0, tab, painted_cpu
 
 
 def paint_times(app, tab, moves: list[int], idle_s: float = 0.0) -> tuple[list[float], list[float]]:
@@ -167,6 +177,34 @@ def search_times(index, queries: list[tuple[str, bool]], repeats: int = 5):
     return rows
 
 
+def read_floor(path: Path) -> float:
+    """CPU seconds to read the archive's program JSON and build the program model:
+    what any viewer of this file must spend before it can paint."""
+    from inspector.core.program import parse_program
+
+    with zipfile.ZipFile(path) as z:
+        # the 100k-node program: the biggest program record
+        info = max((i for i in z.infolist() if "/models/" in i.filename
+                    and i.filename.endswith(".json")), key=lambda i: i.file_size)
+        name, data = info.filename, z.read(info.filename)
+    c = time.process_time()
+    parse_program(orjson.loads(data), Path(name).stem)
+    return time.process_time() - c
+
+
+def scan_cpu_ms(lines: list[str], needle: str, regex: bool, repeats: int = 3) -> float:
+    """Median CPU ms of the naive search: every line scanned for the text."""
+    import re
+
+    pattern = re.compile(needle if regex else re.escape(needle), re.IGNORECASE)
+    times = []
+    for _ in range(repeats):
+        c = time.thread_time()
+        _ = [i for i, line in enumerate(lines) if pattern.search(line)]
+        times.append((time.thread_time() - c) * 1000)
+    return statistics.median(times)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--toy", type=Path, help="toy archive (default: export one now)")
@@ -191,13 +229,15 @@ def main() -> int:
     app.processEvents()
 
     cpu0 = time.process_time()
-    toy_s, toy_ready, toy_tab = first_paint(app, window, toy)
+    toy_s, toy_ready, toy_tab, _ = first_paint(app, window, toy)
     print(f"toy decoder: first paint {toy_s * 1000:.0f} ms "
           f"({toy_tab.view.node_count:,} nodes; read+listing {toy_tab.view.seconds * 1000:.0f} ms, "
           f"index {toy_tab.view.index_seconds * 1000:.0f} ms)")
     cpu1 = time.process_time()
-    big_s, big_ready, tab = first_paint(app, window, big)
+    big_s, big_ready, tab, paint_cpu = first_paint(app, window, big)
     big_cpu = time.process_time() - cpu1
+    # CPU to first paint only (the index is built after it, in a worker thread)
+    floor = read_floor(big)
     v = tab.view
     print(f"100k program: first paint {big_s:.2f} s (goal < 10 s: {big_s / 10:.2f} of budget); "
           f"read+listing {v.seconds:.2f} s; search index ready at {big_ready:.2f} s "
@@ -207,6 +247,11 @@ def main() -> int:
           f"(wall {big_ready:.1f} s; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs: "
           f"wall ≫ CPU means the machine was busy)")
     del cpu0
+    print(f"100k program: read floor (orjson + program model) {floor:.2f} s CPU; first paint "
+          f"{paint_cpu:.2f} s CPU = {paint_cpu / floor:.2f}x the floor (goal <= 3x, < 10 s)")
+    misses: list[str] = []
+    if paint_cpu / floor > 3 or paint_cpu >= 10:
+        misses.append(f"first paint {paint_cpu:.2f} s CPU = {paint_cpu / floor:.2f}x the read floor")
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak RSS {rss:.0f} MB")
 
@@ -221,9 +266,12 @@ def main() -> int:
         wall, cpu = paint_times(app, tab, moves, idle)
         wall.sort()
         cpu.sort()
+        p95_cpu = cpu[int(len(cpu) * 0.95) - 1]
         print(f"scroll paint, {label}: median {statistics.median(wall):.1f} ms wall / "
               f"{statistics.median(cpu):.1f} ms CPU, p95 {wall[int(len(wall) * 0.95) - 1]:.1f} ms wall "
-              f"(a 60 Hz frame is 16.7 ms)")
+              f"/ {p95_cpu:.1f} ms CPU (a 60 Hz frame is 16.7 ms)")
+        if p95_cpu >= 16.7:
+            misses.append(f"scroll paint ({label}) p95 {p95_cpu:.1f} ms CPU")
 
     queries = [("cpu", False), ("CPU device", False), ("op:arange", False), ("device:cpu", False),
                ("module:decoder.transformer.h.0", False), ("file:modeling_gpt2.py", False),
@@ -231,16 +279,22 @@ def main() -> int:
                ("op:arange cpu", False), ("zzz_not_there", False), (r"arange_\d+", True),
                (r"device\(type='cpu'\)", True)]
     worst_wall = worst_cpu = 0.0
+    lines = list(v.listing.lines)
     for q, regex, count, wall_ms, cpu_ms in search_times(v.index, queries):
         worst_wall, worst_cpu = max(worst_wall, wall_ms), max(worst_cpu, cpu_ms)
         kind = "regex" if regex else "query"
+        # the plain scan looks for the query's free text (a field query's value)
+        scan = scan_cpu_ms(lines, q.split(":", 1)[-1] if not regex else q, regex)
         print(f"search {kind} {q!r:36} {count:>8,} lines  median {wall_ms:6.1f} ms wall, "
-              f"{cpu_ms:6.1f} ms CPU")
+              f"{cpu_ms:6.1f} ms CPU; plain scan {scan:6.1f} ms CPU ({cpu_ms / scan:.2f}x)")
+        if cpu_ms > scan or cpu_ms >= 100:
+            misses.append(f"search {q!r} {cpu_ms:.1f} ms CPU vs scan {scan:.1f} ms")
     print(f"worst search: {worst_wall:.1f} ms wall, {worst_cpu:.1f} ms CPU "
           f"(goal < 100 ms: {worst_wall / 100:.2f} / {worst_cpu / 100:.2f} of budget); "
           f"load average during the run {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     window.close()
-    return 0
+    print("MISS: " + "; ".join(misses) if misses else "all goals met")
+    return 1 if misses else 0
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from inspector.core.archive import open_archive
+from inspector.jobs.__main__ import EXIT_CANCELLED
 from inspector.jobs.runner import Job, child_env, cleanup_partial
 from inspector.jobs.spec import ExportSpec, ExportSpecError, parse_range, partial_dir
 
@@ -124,30 +125,52 @@ def test_torch_constraint_error_keeps_suggested_fix(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def _until_save(child: Job) -> None:
+    """Read the child's events up to "save" (its partial folder exists then); fail
+    if it ends or errors first, so no later assertion can pass on a dead child."""
+    for event in child.events():
+        assert event["event"] != "error", f"the export failed before saving: {event}"
+        if event["event"] == "progress" and event["stage"] == "save":
+            return
+    pytest.fail(f"the export ended without reaching save (exit {child.proc.returncode}): "
+                f"{child.stderr_tail()}")
+
+
 def test_cancel_during_save_leaves_nothing_and_keeps_the_earlier_file(tmp_path):
     out = tmp_path / "keep.pt2"
     out.write_bytes(b"earlier archive")
     child = Job("export", ["-o", str(out)])
-    for event in child.events():
-        if event["event"] == "progress" and event["stage"] == "save":
-            break  # the child is now writing into its partial folder
-    assert partial_dir(out, child.pid).parent == tmp_path
-    t0 = time.monotonic()
+    _until_save(child)  # the child is now writing into its partial folder
+    staged = partial_dir(out, child.pid)
+    assert child.running() and staged.parent == tmp_path
     code = child.cancel()  # SIGTERM: the child removes its partial folder itself
-    elapsed = time.monotonic() - t0
-    assert code != 0
-    assert elapsed < 1.0, f"cancel took {elapsed:.2f} s"
+    # Ended by our SIGTERM through its handler (which removes the partial folder),
+    # not by finishing and not by the SIGKILL after the grace period. How fast is
+    # bench_export.py's business, not a unit test's (issue 20, item 8).
+    assert code == EXIT_CANCELLED, f"exit {code}: {child.stderr_tail()}"
     assert out.read_bytes() == b"earlier archive"
     assert [p.name for p in tmp_path.iterdir()] == ["keep.pt2"]
 
 
 def test_kill_then_cleanup_partial(tmp_path):
     """SIGKILL gives the child no chance to clean up: the parent removes the folder."""
+    import signal
+
     out = tmp_path / "x.pt2"
-    staged = partial_dir(out, 4242)
-    staged.mkdir()
-    (staged / "x.pt2").write_bytes(b"half")
-    cleanup_partial(out, 4242)
+    child = Job("export", ["-o", str(out)])
+    _until_save(child)
+    # Freeze it at once (the tiny save takes a few hundred ms), so what is on disk
+    # is what a SIGKILL during the save leaves.
+    os.kill(child.pid, signal.SIGSTOP)
+    staged = partial_dir(out, child.pid)
+    try:
+        assert staged.is_dir(), "the save had already finished: nothing to kill"
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        code = child.cancel()
+    assert code == -signal.SIGKILL
+    assert staged.is_dir() and not out.exists()  # the half-written folder stays behind
+    cleanup_partial(out, child.pid)
     assert list(tmp_path.iterdir()) == []
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 
 import pytest
 from jobs_helpers import rewrite_archive, run_events
 
 from inspector.jobs.generate import percentile, summarize
+from inspector.jobs.__main__ import EXIT_CANCELLED
 from inspector.jobs.runner import Job, JobError, child_env, run_job
 
 RUN = ["--batch", "2", "--max-tokens", "6", "--warmup", "0", "--repeats", "2"]
@@ -125,16 +125,23 @@ def test_batch_outside_the_archive_range_is_refused(tiny_archive):
         run_job("run", [str(tiny_archive), "--batch", "17"])
 
 
-def test_cancel_ends_the_child_within_a_second(tiny_archive):
+def test_cancel_ends_the_child_through_its_handler(tiny_archive):
+    # 50 repeats of 64 tokens: minutes of work, so the child is mid-run when cancelled.
     child = Job("run", [str(tiny_archive), "--max-tokens", "64", "--repeats", "50",
                         "--warmup", "0"])
     for event in child.events():
+        assert event["event"] != "error", f"the run failed before its first sample: {event}"
         if event["event"] == "sample":
             break
-    t0 = time.monotonic()
+    else:
+        pytest.fail(f"the run ended without a sample (exit {child.proc.returncode}): "
+                    f"{child.stderr_tail()}")
+    assert child.running()
     code = child.cancel()
-    assert time.monotonic() - t0 < 1.0
-    assert code != 0 and not child.running()
+    # Ended by our SIGTERM inside the grace period (exit 130 from its handler), not
+    # killed after it and not finished: the latency is bench_run.py's to measure.
+    assert code == EXIT_CANCELLED, f"exit {code}: {child.stderr_tail()}"
+    assert not child.running()
 
 
 def test_devices_job_lists_cpu():

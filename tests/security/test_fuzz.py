@@ -29,7 +29,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from exercise import exercise
-from hostile_corpus import CONSTANTS_CONFIG, PROGRAM, WEIGHTS_CONFIG, Base, by_name
+from hostile_corpus import (CONSTANTS_CONFIG, PROGRAM, WEIGHTS_CONFIG, Base, by_name,
+                            shell_touch, touch_code)
 from inspector.core.errors import InspectorError
 
 EXAMPLES = int(os.environ.get("PT2I_FUZZ_EXAMPLES", "150"))
@@ -45,13 +46,20 @@ FUZZ_SETTINGS = settings(
 
 class Hostile:
     """The `pickle-everywhere` case (every payload torch would run) plus code in
-    the program's strings, as editable parts, and its marker."""
+    the program's strings (symbolic sizes, a range constraint, a stack trace), as
+    editable parts, and its marker: every payload, and the code the JSON fuzzer
+    injects, would create that one file."""
 
     def __init__(self, base: Base, work: Path) -> None:
         path, self.marker = by_name("pickle-everywhere").make(base, work)
-        self.base = Base.load(path)
+        self.code = shell_touch(self.marker)
+        pickled = Base.load(path)
         self.work = work
-        self.zip_bytes = path.read_bytes()
+        program = json.dumps(_seed_code(pickled.json(PROGRAM), self.code,
+                                        touch_code(self.marker))).encode()
+        self.base = Base(path, pickled.top, [(rel, program if rel == PROGRAM else data)
+                                             for rel, data in pickled.entries])
+        self.zip_bytes = self.base.zip()
         self.docs = {rel: self.base.json(rel) for rel in (PROGRAM, WEIGHTS_CONFIG, CONSTANTS_CONFIG)}
         self.paths = {rel: list(_paths(doc)) for rel, doc in self.docs.items()}
 
@@ -68,6 +76,37 @@ class Hostile:
         assert not self.marker.exists(), "the mutated archive ran code"
 
 
+def _seed_code(doc: Any, shell: str, python: str) -> Any:
+    """Code where a reader that evaluated strings would run it: one size of each
+    symbolic tensor (sympify), a range constraint's symbol, and a stack trace's
+    code line (which the listing shows). The base stays readable (as the corpus'
+    `code-in-symbolic-sizes` case is)."""
+    graph = doc["graph_module"]["graph"]
+    seeded = 0
+    for meta in graph["tensor_values"].values():
+        for i, size in enumerate(meta["sizes"]):
+            if "as_expr" in size:
+                meta["sizes"][i] = {"as_expr": {"expr_str": shell, "hint": None}}
+                seeded += 1
+                break
+    assert seeded, "the base archive has no symbolic sizes to seed"
+    doc["range_constraints"][f"eval({python!r})"] = {"min_val": 0, "max_val": 5}
+    node = graph["nodes"][0]
+    node["metadata"]["stack_trace"] = f'File "<string>", line 1, in <module>\n    {shell}'
+    return doc
+
+
+def _with_code(value: Any, code: str) -> Any:
+    """The strategy's CODE placeholder, replaced by this case's own payload."""
+    if isinstance(value, str):
+        return value.replace(CODE, code)
+    if isinstance(value, list):
+        return [_with_code(v, code) for v in value]
+    if isinstance(value, dict):
+        return {k: _with_code(v, code) for k, v in value.items()}
+    return value
+
+
 def _paths(doc: Any, prefix: tuple = ()) -> Any:
     """Every (key/index path) in a JSON document, containers included."""
     yield prefix
@@ -82,6 +121,30 @@ def _paths(doc: Any, prefix: tuple = ()) -> Any:
 @pytest.fixture(scope="module")
 def hostile(base: Base, tmp_path_factory: pytest.TempPathFactory) -> Hostile:
     return Hostile(base, tmp_path_factory.mktemp("fuzz"))
+
+
+def test_the_base_carries_live_code(hostile: Hostile) -> None:
+    """The seeded base is readable, shows the code as text, and that code is live:
+    run, it creates the very marker `check()` looks for (so the check can fail)."""
+    from inspector.core.archive import open_archive
+    from inspector.core.listing import render_listing
+
+    path = hostile.work / "seeded.pt2"
+    path.write_bytes(hostile.zip_bytes)
+    exercise(path)
+    with open_archive(path) as archive:
+        program = archive.program("model")
+        assert hostile.code in render_listing(program).text()  # the stack trace's code line
+        sizes = [str(s) for meta in program.graph.tensor_values.values() for s in meta.sizes]
+        assert any(hostile.code in s for s in sizes), "no code among the symbolic sizes"
+    assert not hostile.marker.exists()
+    exec(hostile.code)  # noqa: S102 - the proof that the payload is live
+    try:
+        assert hostile.marker.exists()
+        with pytest.raises(AssertionError, match="ran code"):
+            hostile.check(hostile.zip_bytes)
+    finally:
+        hostile.marker.unlink()
 
 
 # --- byte-level mutations -----------------------------------------------------------
@@ -110,15 +173,17 @@ def test_byte_flips(hostile: Hostile, flips: list[tuple[float, int]], cut: float
 
 # --- JSON-level mutations -----------------------------------------------------------
 
-_CODE = "__import__('os').system('touch /tmp/pt2i-fuzz-should-never-exist')"
+# Replaced by the case's own code (`Hostile.code`, which creates its marker) when
+# a mutation is applied: the marker check then covers the injected code too.
+CODE = "<<CODE>>"
 values = st.one_of(
     st.none(), st.booleans(), st.integers(-(2**70), 2**70),
     st.sampled_from([0, -1, 2**31, 2**63 - 1, 2**64, 10**30, 1e308, -0.0, 1e-320]),
-    st.text(max_size=20), st.sampled_from(["", _CODE, "\x1b[2J\x1b]0;x\x07", "\ud7ff\ue000",
+    st.text(max_size=20), st.sampled_from(["", CODE, "\x1b[2J\x1b]0;x\x07", "\ud7ff\ue000",
                                            "s" * 100_000, "Add(" * 50 + "Symbol('s0')" + ")" * 50,
                                            "torch.ops.aten.add.Tensor", "cpu", "cuda:0"]),
     st.lists(st.integers(), max_size=4), st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
-    st.just({"as_tensor": {"name": "x"}}), st.just({"as_expr": {"expr_str": _CODE}}),
+    st.just({"as_tensor": {"name": "x"}}), st.just({"as_expr": {"expr_str": CODE}}),
     st.just([[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]),
 )
 mutation = st.tuples(st.sampled_from([PROGRAM, PROGRAM, PROGRAM, WEIGHTS_CONFIG, CONSTANTS_CONFIG]),
@@ -155,7 +220,7 @@ def test_json_mutations(hostile: Hostile, mutations: list[tuple[str, float, str,
         paths = hostile.paths[rel]
         path = paths[int(where * len(paths))]
         try:  # a copy: st.just values are shared between examples and mutations
-            docs[rel] = _apply(docs[rel], path, op, copy.deepcopy(value))
+            docs[rel] = _apply(docs[rel], path, op, _with_code(copy.deepcopy(value), hostile.code))
         except (KeyError, IndexError, TypeError):
             pass  # an earlier mutation removed or replaced that path
     replace = {rel: json.dumps(doc, ensure_ascii=False).encode("utf-8", "surrogatepass")

@@ -120,7 +120,17 @@ def test_installed_info_reads_the_demo_archive(installed, tmp_path):
                   cwd=tmp_path, env=_clean_env())
     assert result.returncode == 0, result.stdout + result.stderr
     assert "error" not in result.stderr.lower()
-    assert result.stdout.strip(), "info printed nothing"
+    # What the checkout's own reader says about the same file, line for line.
+    from inspector.core.archive import open_archive
+
+    with open_archive(demo.stdout.strip()) as archive:
+        programs = {name: archive.program(name) for name in archive.program_names}
+    assert sorted(programs) == ["decoder", "encoder"]
+    for name, program in programs.items():
+        major, minor = program.schema_version
+        head = f"program {name}: {program.node_count} nodes, schema {major}.{minor}, " \
+               f"exported with torch {program.torch_version}"
+        assert head in result.stdout, (head, result.stdout[:800])
 
 
 def test_bundle_entry_runs_modules_like_python_m(tmp_path):
