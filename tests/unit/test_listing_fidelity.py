@@ -22,7 +22,7 @@ import pytest
 
 from fidelity_cases import Archive, Comparison, Skip, build_corpus, compare, table
 
-GROUPS = ["exportdb", "hf", "cond", "multi", "decomp", "ops", "legacy"]
+GROUPS = ["exportdb", "hf", "cond", "multi", "decomp", "ops", "legacy", "builtins"]
 THRESHOLD = 0.99
 
 
