@@ -45,7 +45,10 @@ def format_text(s: dict[str, Any]) -> str:
         if kinds:
             out.append(f"  graph inputs: {kinds}")
         for i in p["inputs"]:
-            out.append(f"  input  {i['name']}: {i['type'] or '-'}")
+            if i.get("constant"):
+                out.append(f"  input  {i['name']} = {i['value']!r} (constant {i['type']})")
+            else:
+                out.append(f"  input  {i['name']}: {i['type'] or '-'}")
         for o in p["outputs"]:
             out.append(f"  output {o['name']}: {o['type'] or '-'}")
         for sym, r in p["range_constraints"].items():

@@ -187,6 +187,10 @@ class InputSpec:
     name: str  # the graph input's name
     target: str | None  # parameter / buffer / constant FQN
     persistent: bool | None = None
+    # constant_input (and a user_input holding a literal, as older torch
+    # wrote): the value, as torch's graph_signature.user_inputs gives it
+    constant: bool = False
+    value: Any = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -235,7 +239,13 @@ class Program:
         return sum(len(g.nodes) for g in self.graphs())
 
     def user_inputs(self) -> list[InputSpec]:
-        return [s for s in self.input_specs if s.kind == "user_input"]
+        """The tensor and symbolic user inputs (not the constants)."""
+        return [s for s in self.input_specs if s.kind == "user_input" and not s.constant]
+
+    def forward_inputs(self) -> list[InputSpec]:
+        """Every argument of the user's forward, constants included, in order:
+        what torch's graph_signature.user_inputs lists."""
+        return [s for s in self.input_specs if s.kind in ("user_input", "constant_input")]
 
     def user_outputs(self) -> list[OutputSpec]:
         return [s for s in self.output_specs if s.kind == "user_output"]
@@ -490,7 +500,11 @@ def _input_spec(raw: Any, where: str) -> InputSpec:
     kind, body = _union(raw, where, "input spec")
     arg = body.get("arg") if isinstance(body, dict) else None
     if kind == "constant_input":
-        return InputSpec(kind, str(body.get("name", "?")), None)
+        return InputSpec(kind, str(body.get("name", "?")), None, constant=True,
+                         value=_literal(body.get("value")))
+    if kind == "user_input" and isinstance(arg, dict) and len(arg) == 1 \
+            and next(iter(arg)) in _LITERAL_KINDS:
+        return InputSpec(kind, _arg_name(arg), None, constant=True, value=_literal(arg))
     name = _arg_name(arg)
     target = None
     for key in ("parameter_name", "buffer_name", "tensor_constant_name", "custom_obj_name"):
@@ -522,6 +536,25 @@ def _arg_name(arg: Any) -> str:
                 return names[0]
             return _literal_text(kind, value)
     return "?"
+
+
+_LITERAL_KINDS = frozenset({"as_int", "as_float", "as_bool", "as_string", "as_none"})
+
+
+def _literal(raw: Any) -> Any:
+    """A constant argument's Python value ({"as_int": 3} -> 3); other kinds
+    stay as their serialized text."""
+    if isinstance(raw, dict) and len(raw) == 1:
+        ((kind, value),) = raw.items()
+        if kind == "as_none":
+            return None
+        if kind in ("as_int", "as_bool", "as_string") and isinstance(value, (int, str)):
+            return value
+        if kind == "as_float" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if kind == "as_float" and value in ("Infinity", "-Infinity", "NaN"):
+            return float(value.replace("Infinity", "inf"))
+    return _meta_text(raw)
 
 
 def _literal_text(kind: str, value: Any) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from inspector.core.archive import Archive
-from inspector.core.program import Graph, Program
+from inspector.core.program import Graph, InputSpec, Program
 
 
 def format_size(nbytes: float) -> str:
@@ -29,6 +29,14 @@ def value_type(graph: Graph, name: str) -> str:
     return ""
 
 
+def _input(graph: Graph, spec: InputSpec) -> dict[str, Any]:
+    if spec.constant:
+        value = spec.value
+        return {"name": spec.name, "type": type(value).__name__ if value is not None else "None",
+                "constant": True, "value": value}
+    return {"name": spec.name, "type": value_type(graph, spec.name), "constant": False}
+
+
 def program_summary(program: Program) -> dict[str, Any]:
     graph = program.graph
     kinds: dict[str, int] = {}
@@ -40,7 +48,9 @@ def program_summary(program: Program) -> dict[str, Any]:
         "torch_version": program.torch_version,
         "nodes": program.node_count,
         "graphs": sum(1 for _ in program.graphs()),
-        "inputs": [{"name": s.name, "type": value_type(graph, s.name)} for s in program.user_inputs()],
+        "inputs": [_input(graph, s) for s in program.forward_inputs()],
+        # as torch's graph_signature.user_inputs: names, and the values of constants
+        "user_inputs": [s.value if s.constant else s.name for s in program.forward_inputs()],
         "outputs": [{"name": s.name, "type": value_type(graph, s.name)} for s in program.user_outputs()],
         "input_kinds": kinds,
         "range_constraints": {sym: {"min": r.min, "max": r.max}
