@@ -9,6 +9,7 @@ import argparse
 import sys
 
 from inspector.core.archive import open_archive
+from inspector.core.errors import ArchiveError
 from inspector.core.listing import render_listing
 
 NAME = "list"
@@ -24,6 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     with open_archive(args.file) as archive:
         names = [args.program] if args.program else archive.program_names
+        if not names:
+            raise ArchiveError(f"{archive.path.name} holds no program to list (an AOTInductor "
+                               "package of compiled code only; `pt2-inspector info` describes it)")
         for name in names:
             archive.program_path(name)  # a clear error for an unknown name
         out = sys.stdout

@@ -91,6 +91,9 @@ _LEGACY_PICKLES = {
     "serialized_example_inputs.pt": "example inputs",
 }
 _LIBRARY_SUFFIXES = (".so", ".dll", ".dylib", ".pyd")
+_AOTI_DIR = "data/aotinductor/"
+# GPU code objects the AOTInductor runtime loads onto the device
+_GPU_BINARY_SUFFIXES = (".cubin", ".fatbin", ".hsaco", ".spv", ".ptx")
 
 
 @dataclass(frozen=True)
@@ -349,7 +352,9 @@ def _describe(path: Path, zf: zipfile.ZipFile) -> Archive:
             if r.startswith("models/") and r.endswith(".json") and r.count("/") == 1
             and len(r) > len("models/.json")
         )
-        if not archive.program_names:
+        # An AOTInductor package (aoti_compile_and_package) may hold only
+        # compiled models under data/aotinductor/: described, never loaded.
+        if not archive.program_names and not any(r.startswith(_AOTI_DIR) for r in rels):
             raise ArchiveError(f"{path.name} holds no programs (no models/<name>.json record)")
     else:
         archive.program_names = ["model"]
@@ -433,9 +438,13 @@ def _classify(rel: str, info: zipfile.ZipInfo, pickled: dict[str, str]) -> Recor
         return rec(LEGACY_PICKLE, True, f"legacy {_LEGACY_PICKLES[rel]}: unpickled by torch.load")
     if rel.startswith("data/sample_inputs/"):
         return rec(SAMPLE_INPUTS, True, "sample inputs: unpickled by torch.export.load")
-    if rel.startswith("data/aotinductor/"):
+    if rel.startswith(_AOTI_DIR):
         if base.endswith(_LIBRARY_SUFFIXES) or ".so." in base:
-            return rec(AOTI_BINARY, True, "compiled library: dlopened by the AOTInductor loader")
+            return rec(AOTI_BINARY, True, "native code: torch dlopens and runs it when it loads "
+                       "the package (aoti_load_package); pt2-inspector never loads it")
+        if base.endswith(_GPU_BINARY_SUFFIXES):
+            return rec(AOTI_BINARY, True, "GPU kernel code: the AOTInductor runtime loads it "
+                       "onto the device and runs it; pt2-inspector never loads it")
         return rec(AOTI_FILE)
     if rel.startswith("extra/"):
         return rec(EXTRA)

@@ -166,6 +166,10 @@ def audit_archive(archive: Archive, *, target: Device | None = None,
                                   listing=(listings or {}).get(name), payload_configs=configs)
     if RISKY_RECORD in wanted or PORTABILITY in wanted:
         findings += audit_records(archive.records, set(names), wanted)
+    if PORTABILITY in wanted:
+        from inspector.core.audit_load import audit_loadability
+
+        findings += audit_loadability(archive, target, [archive.program(n) for n in names])
     return sort_findings(findings)
 
 
@@ -200,23 +204,21 @@ def audit_records(records: Iterable[Record], programs: set[str],
         program = _record_program(rec.path, programs)
         if RISKY_RECORD in wanted and rec.risk:
             sample = rec.kind == ar.SAMPLE_INPUTS
+            native = rec.kind == ar.AOTI_BINARY
+            loader = ("the package (torch._inductor.aoti_load_package)" if native
+                      else "this archive with torch.export.load")
             findings.append(Finding(
                 RISKY_RECORD, INFO if sample else WARNING, program, None, None,
                 f"{rec.path} ({format_size(rec.size)}): {rec.why or 'torch would execute code from it'}. "
-                "Loading this archive with torch.export.load runs that code; only load "
-                "archives from people you trust.",
+                f"Loading {loader} runs that code; only load archives from people you trust.",
                 None,
-                None if sample else "re-export and save with torch.export.save from a torch "
-                "that writes raw tensors (no pickles), or drop the record",
+                None if sample else (
+                    "compiled code has no data-only form: load the package only if you trust "
+                    "who compiled it, or compile the program yourself "
+                    "(torch._inductor.aoti_compile_and_package)" if native else
+                    "re-export and save with torch.export.save from a torch "
+                    "that writes raw tensors (no pickles), or drop the record"),
                 rec.kind))
-        if PORTABILITY in wanted and rec.kind == ar.AOTI_BINARY:
-            findings.append(Finding(
-                PORTABILITY, WARNING, program, None, None,
-                f"{rec.path} is an AOTInductor binary compiled for one platform and device: "
-                "it loads only where that platform, its libraries and that GPU type are "
-                "present (retarget cannot change compiled code)",
-                None, "compile the AOTInductor package on the target machine",
-                "aotinductor"))
     return findings
 
 

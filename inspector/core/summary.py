@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from inspector.core.aoti import CompiledModel, compiled_models, describe_file, kernels
 from inspector.core.archive import Archive
 from inspector.core.program import Graph, InputSpec, Program
 
@@ -60,6 +61,17 @@ def program_summary(program: Program) -> dict[str, Any]:
     }
 
 
+def compiled_model_summary(archive: Archive, model: CompiledModel) -> dict[str, Any]:
+    """An AOTInductor compiled model: what it was built for, its files, its kernels."""
+    out = model.as_dict()
+    out["target"] = model.target
+    for entry, rec in zip(out["files"], model.files):
+        entry["what"] = describe_file(rec)
+    out["program"] = model.name if model.name in archive.program_names else None
+    out["kernels"] = [k.as_dict() for k in kernels(archive, model)]
+    return out
+
+
 def archive_summary(archive: Archive) -> dict[str, Any]:
     return {
         "path": str(archive.path),
@@ -68,5 +80,6 @@ def archive_summary(archive: Archive) -> dict[str, Any]:
         "byteorder": archive.byteorder,
         "size": archive.path.stat().st_size,
         "programs": [program_summary(p) for p in archive.programs()],
+        "compiled_models": [compiled_model_summary(archive, m) for m in compiled_models(archive)],
         "records": [r.as_dict() for r in archive.records],
     }
