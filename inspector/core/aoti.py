@@ -183,22 +183,31 @@ def read_source(archive: Archive, rel: str) -> str:
 def kernels(archive: Archive, model: CompiledModel) -> list[Kernel]:
     """The kernels of a compiled model: each commented call in its sources,
     then each kernel defined there that no comment names (CPU builds give
-    `cpp_fused_*` kernels no comment)."""
+    `cpp_fused_*` kernels no comment). A source that cannot be read (over
+    the limit, corrupt) is skipped and named in `model.problems`."""
+    texts: dict[str, str] = {}
+    for rel in model.sources:
+        try:
+            texts[rel] = read_source(archive, rel)
+        except ArchiveError as exc:
+            if str(exc) not in model.problems:
+                model.problems.append(str(exc))
     out: list[Kernel] = []
-    for rel in model.sources:
-        out.extend(parse_kernels(read_source(archive, rel), rel))
+    for rel, text in texts.items():
+        out.extend(parse_kernels(text, rel, MAX_KERNELS - len(out)))
     named = {k.name for k in out}
-    defined: list[Kernel] = []
-    for rel in model.sources:
-        for k in _defined_kernels(read_source(archive, rel), rel):
+    for rel, text in texts.items():
+        for k in _defined_kernels(text, rel):
+            if len(out) >= MAX_KERNELS:
+                return out
             if k.name not in named:
                 named.add(k.name)
-                defined.append(k)
-    return out + defined
+                out.append(k)
+    return out
 
 
-def parse_kernels(text: str, source: str) -> list[Kernel]:
-    """Commented kernel calls of one source file, in order."""
+def parse_kernels(text: str, source: str, limit: int = MAX_KERNELS) -> list[Kernel]:
+    """Commented kernel calls of one source file, in order (at most `limit`)."""
     lines = text.splitlines()
     out: list[Kernel] = []
     for i, line in enumerate(lines):
@@ -209,9 +218,9 @@ def parse_kernels(text: str, source: str) -> list[Kernel]:
             continue
         nodes, ops = _names(m.group(1)), _names(m.group(2))
         name, at = _next_call(lines, i + 1)
-        out.append(Kernel(name or "?", source, (at if name else i) + 1, nodes, ops))
-        if len(out) >= MAX_KERNELS:
+        if len(out) >= limit:
             break
+        out.append(Kernel(name or "?", source, (at if name else i) + 1, nodes, ops))
     return out
 
 
