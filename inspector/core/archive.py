@@ -311,12 +311,54 @@ def _check_entry_count(path: Path) -> None:
         except (OSError, ValueError, EOFError):
             end = None
     if not end:
+        if _starts_like_pt2(path):
+            raise ArchiveError(
+                f"{path.name} is an incomplete archive (its zip directory is missing: the file "
+                f"stops after {path.stat().st_size:,} bytes, as when torch's save is "
+                "interrupted or a copy is cut short; save or copy it again)")
         raise ArchiveError(f"{path.name} is not a zip file, so not a .pt2 archive "
                            "(no end-of-archive record: not a zip, or truncated)")
     count = end[zipfile._ECD_ENTRIES_TOTAL]
     if count > MAX_ENTRIES:
         raise ArchiveError(f"{path.name} lists {count:,} entries, over the limit of "
                            f"{MAX_ENTRIES:,} entries per archive")
+
+
+def _starts_like_pt2(path: Path) -> bool:
+    """Whether a file without a zip directory begins with a record torch's
+    writer puts first (`<top>/data/...`, `<top>/models/...`): a save that
+    stopped midway, not some other file."""
+    with path.open("rb") as fp:
+        head = fp.read(30 + MAX_NAME_LENGTH)
+    if len(head) < 30 or head[:4] != b"PK\x03\x04":
+        return False
+    size = int.from_bytes(head[26:28], "little")
+    name = head[30:30 + size].decode("utf-8", "replace")
+    return any(part in name for part in ("/data/", "/models/", "/.data/", "archive_format",
+                                         _LEGACY_PROGRAM))
+
+
+def _incomplete(path: Path, rels: list[str]) -> str:
+    """Why a pt2 archive without programs looks half-written, or "" when it
+    does not: torch writes each program's weights, their config, constants,
+    then models/<name>.json; an archive with payloads but no program JSON is
+    one whose save stopped in between (torch's writer still closes the zip)."""
+    payloads = [r for r in rels if r.startswith(("data/weights/", "data/constants/"))]
+    if not payloads:
+        return ""
+    names = sorted({r.split("/")[-1].rsplit("_", 2)[0] for r in payloads
+                    if r.endswith(("_weights_config.json", "_constants_config.json"))})
+    missing = [f"models/{n}.json" for n in names] or ["models/<name>.json"]
+    for n in names or []:
+        for which in ("weights", "constants"):
+            rel = f"data/{which}/{n}_{which}_config.json"
+            if rel not in rels:
+                missing.append(rel)
+    if not names and not any(r.endswith("_weights_config.json") for r in rels):
+        missing.append("the weights config")
+    return (f"{path.name} is an incomplete archive ({', '.join(missing)} missing: it holds "
+            "weights but no programs, as when torch's save stopped before writing them; "
+            "save it again)")
 
 
 def _describe(path: Path, zf: zipfile.ZipFile) -> Archive:
@@ -355,7 +397,8 @@ def _describe(path: Path, zf: zipfile.ZipFile) -> Archive:
         # An AOTInductor package (aoti_compile_and_package) may hold only
         # compiled models under data/aotinductor/: described, never loaded.
         if not archive.program_names and not any(r.startswith(_AOTI_DIR) for r in rels):
-            raise ArchiveError(f"{path.name} holds no programs (no models/<name>.json record)")
+            raise ArchiveError(_incomplete(path, rels)
+                               or f"{path.name} holds no programs (no models/<name>.json record)")
     else:
         archive.program_names = ["model"]
 
