@@ -12,6 +12,7 @@ Every failure is an ArchiveError with a message a person can act on.
 from __future__ import annotations
 
 import gc
+import json
 import posixpath
 import zipfile
 from collections.abc import Iterator
@@ -209,6 +210,9 @@ class Archive:
         try:
             return orjson.loads(data), values
         except orjson.JSONDecodeError as exc:
+            legacy = _loads_bare_constants(data)
+            if legacy is not None:
+                return legacy, values
             msg = str(exc)
             # orjson 3.9 said "recursion limit", 3.10+ says "depth limit exceeded"
             if "recursion" in msg.lower() or "depth limit" in msg.lower():
@@ -516,6 +520,25 @@ def _classify(rel: str, info: zipfile.ZipInfo, pickled: dict[str, str]) -> Recor
     if base.endswith(_LIBRARY_SUFFIXES):
         return rec(UNKNOWN, True, "compiled library")
     return rec(UNKNOWN)
+
+
+def _constant_text(token: str) -> str:
+    return token  # "Infinity", "-Infinity", "NaN": as newer torch writes them (strings)
+
+
+def _loads_bare_constants(data: bytes) -> Any | None:
+    """torch <= 2.6 wrote bare `Infinity` / `-Infinity` / `NaN` tokens (Python's
+    json.dumps does), which orjson rejects as JSON. Parse such a record with
+    the standard library, turning each token into the string newer torch
+    writes, or return None. Still bounded: the value count was checked before,
+    the C scanner raises RecursionError past the interpreter's recursion limit
+    (under MAX_JSON_DEPTH), and Python refuses integers over 4,300 digits."""
+    if b"Infinity" not in data and b"NaN" not in data:
+        return None
+    try:
+        return json.loads(data.decode("utf-8"), parse_constant=_constant_text)
+    except (ValueError, RecursionError, UnicodeDecodeError):
+        return None
 
 
 def json_value_count(data: bytes) -> int:

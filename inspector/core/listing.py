@@ -24,6 +24,7 @@ from typing import Any
 
 from inspector.core.dtypes import DTYPE_REPR, LAYOUT_NAMES, MEMORY_FORMAT_NAMES
 from inspector.core.frames import summary_frame
+from inspector.core.op_schemas import op_schema
 from inspector.core.program import (
     KEYWORD,
     POSITIONAL,
@@ -396,6 +397,10 @@ def _emit_getitems(listing: Listing, graph: Graph, node: Node, body: str, parent
 def _call_text(node: Node, target: str, hop: bool, names: dict[str, str] | None = None) -> str:
     args: list[str] = []
     kwargs: list[str] = []
+    if not hop and any(inp.kind not in (POSITIONAL, KEYWORD) for inp in node.inputs):
+        by_schema = _schema_call(node, target, names)
+        if by_schema is not None:
+            return by_schema
     for inp in node.inputs:
         text = _arg_text(inp.arg, names)
         if hop:
@@ -414,6 +419,38 @@ def _call_text(node: Node, target: str, hop: bool, names: dict[str, str] | None 
             except IndexError:
                 pass
     return f"{target}({', '.join(args + kwargs)})"
+
+
+def _schema_call(node: Node, target: str, names: dict[str, str] | None) -> str | None:
+    """The call as torch's deserialize_inputs rebuilds it when arguments carry
+    no kind (schemas 7.3, 8.2): schema order; an argument with a default or a
+    keyword-only one becomes a keyword. None when the op's schema is unknown
+    or the file's arguments do not fit it (torch could not load the node)."""
+    schema = op_schema(target)
+    if schema is None:
+        return None
+    actual = {inp.name: inp for inp in node.inputs}
+    args: list[str] = []
+    kwargs: dict[str, str] = {}
+    for sarg in schema:
+        inp = actual.get(sarg.name)
+        if inp is not None:
+            if inp.kind == POSITIONAL:
+                args.append(_arg_text(inp.arg, names))
+                continue
+            if inp.kind == KEYWORD and not keyword.iskeyword(sarg.name):
+                kwargs[sarg.name] = _arg_text(inp.arg, names)
+                continue
+        if sarg.positional or keyword.iskeyword(sarg.name):
+            if inp is None:
+                return None  # torch raises KeyError here
+            if not sarg.positional:
+                kwargs = {}  # what torch does (its kwargs are dropped, not moved)
+            args.append(_arg_text(inp.arg, names))
+        elif inp is not None:
+            kwargs[sarg.name] = _arg_text(inp.arg, names)
+    parts = args + [f"{k} = {v}" for k, v in kwargs.items()]
+    return f"{target}({', '.join(parts)})"
 
 
 def _target_to_str(target: str) -> str:
