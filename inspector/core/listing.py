@@ -78,6 +78,11 @@ class Listing:
     file_names: dict[tuple[str, str], str] = field(default_factory=dict)
     # (graph, input name) -> its `input_1 = input` line, for renamed inputs
     aliases: dict[tuple[str, str], int] = field(default_factory=dict)
+    # whose `# File:` comment grouping the listing follows, in words (torch
+    # releases differ: see render_listing), for the window to say
+    comments_as: str = "current torch"
+    legacy_comments: bool = False
+    hop_attr_metadata: bool = True
 
     def __len__(self) -> int:
         return len(self.lines)
@@ -110,8 +115,40 @@ class Listing:
         return len(self.lines) - 1
 
 
-def render_listing(program: Program) -> Listing:
+# FX's code generator grouped `# File:` comments by the whole stack trace
+# (a bare `# ` where a trace had no frame) up to torch 2.9, and by their
+# one-line summary (and "No stacktrace found ..." where none parses) by 2.13;
+# measured on 2.5.1, 2.6.0, 2.9.1 against 2.13.0 and 2.14.1 (2.10-2.12 are
+# taken as the newer style). torch 2.5's deserializer also gave the get_attr
+# nodes of control-flow subgraphs no metadata.
+_SUMMARY_STYLE_FROM = (2, 10)
+_HOP_ATTR_METADATA_FROM = (2, 6)
+
+
+def torch_release(version: str | None) -> tuple[int, int] | None:
+    """(2, 6) for "2.6.0+cu124"; None when the text names no release."""
+    if not version or version.startswith(("<", ">", "~")):
+        return None  # "<=2.4": what program.py records when the file names none
+    parts = version.split("+", 1)[0].split(".")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (ValueError, IndexError):
+        return None
+
+
+def render_listing(program: Program, torch_version: str | None = None) -> Listing:
+    """The listing as torch `torch_version` prints it; by default as the torch
+    that wrote the archive does (Listing.comments_as says which)."""
     listing = Listing()
+    if torch_version is None:
+        release = torch_release(program.torch_version) or _SUMMARY_STYLE_FROM
+        listing.comments_as = (f"torch {program.torch_version}, which wrote the archive"
+                               if torch_release(program.torch_version) else "current torch")
+    else:
+        release = torch_release(torch_version) or _SUMMARY_STYLE_FROM
+        listing.comments_as = f"torch {torch_version}"
+    listing.legacy_comments = release < _SUMMARY_STYLE_FROM
+    listing.hop_attr_metadata = release >= _HOP_ATTR_METADATA_FROM
     _render_module(listing, program.graph, "GraphModule", 0, program)
     return listing
 
@@ -185,7 +222,8 @@ def _render_module(listing: Listing, graph: Graph, class_name: str, level: int,
                          if a.arg.kind == "as_graph" and isinstance(a.arg.value, dict)] \
             if node.target.startswith(_HOP_PREFIX) else ()
         for sub in subgraph_args:
-            prev_summary = _summary(listing, node, prev_summary, body, emitted, summaries)
+            prev_summary = _summary(listing, node, prev_summary, body, emitted, summaries,
+                                    listing.hop_attr_metadata)
             emitted = True
             sub_name = str(sub.get("name", ""))
             attr_name = shown.define(ns.create(sub_name))
@@ -240,7 +278,9 @@ class _PrintedNames:
 
 
 def _summary(listing: Listing, node: Node, prev: str | None, body: str, emitted: bool,
-             cache: dict[str | None, str]) -> str:
+             cache: dict[str | None, str], metadata: bool = True) -> str | None:
+    if listing.legacy_comments:
+        return _legacy_summary(listing, node if metadata else None, prev, body, emitted, cache)
     trace = node.stack_trace
     text = cache.get(trace)
     if text is None:
@@ -255,6 +295,30 @@ def _summary(listing: Listing, node: Node, prev: str | None, body: str, emitted:
             listing._add("", BLANK)
         listing._add(f"{body}{summary}", COMMENT, node)
     return summary
+
+
+def _legacy_summary(listing: Listing, node: Node | None, prev: str | None, body: str,
+                    emitted: bool, cache: dict[str | None, str]) -> str | None:
+    """torch <= 2.9: a comment whenever the whole stack trace changes (`# `
+    alone when it has no frame), "No stacktrace found" once before nodes
+    without one; FX indented these comments one space further."""
+    trace = node.stack_trace if node is not None else None
+    if trace:
+        if trace != prev:
+            text = cache.get(trace)
+            if text is None:
+                frame = summary_frame(trace)
+                text = "" if frame is None else f"File: {frame[0]}:{frame[1]} in {frame[2]}, code: {frame[3]}"
+                cache[trace] = text
+            if emitted:
+                listing._add("", BLANK)
+            listing._add(f"{body} # {text}", COMMENT, node)
+        return trace
+    if prev != "":
+        if emitted:
+            listing._add("", BLANK)
+        listing._add(f"{body}# No stacktrace found for following nodes", COMMENT, node)
+    return ""
 
 
 def _custom_annotation(node: Node) -> str:

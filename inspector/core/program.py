@@ -12,6 +12,7 @@ is not an object, a missing graph) raise ArchiveError naming where they are.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -290,7 +291,7 @@ def parse_program(doc: Any, name: str, *, consume: bool = False) -> Program:
         graph=graph,
         input_specs=[_input_spec(s, where) for s in _list(sig.get("input_specs"), where, "input_specs")],
         output_specs=[_output_spec(s, where) for s in _list(sig.get("output_specs"), where, "output_specs")],
-        range_constraints=_ranges(doc.get("range_constraints"), where),
+        range_constraints=_used_ranges(_ranges(doc.get("range_constraints"), where), graph),
         module_call_graph=[e for e in _list(gm.get("module_call_graph"), where, "module_call_graph")
                            if isinstance(e, dict)],
         metadata=_dict(gm.get("metadata"), where, "graph_module.metadata"),
@@ -576,6 +577,31 @@ def _ranges(raw: Any, where: str) -> dict[str, Range]:
         lo, hi = r.get("min_val"), r.get("max_val")
         out[str(sym)] = Range(lo if isinstance(lo, int) else None, hi if isinstance(hi, int) else None)
     return out
+
+
+_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+
+
+def _used_ranges(ranges: dict[str, Range], graph: Graph) -> dict[str, Range]:
+    """The range constraints torch keeps on load: those of symbols some shape
+    or symbolic value of the program mentions (torch <= 2.6 also wrote ranges
+    of unbacked symbols that no node kept; torch's deserializer drops them,
+    logging "Symbol u1 did not appear in the graph that was deserialized")."""
+    if not ranges:
+        return ranges
+    texts: set[str] = set()
+    for g in graph.walk():
+        for meta in g.tensor_values.values():
+            for dims in (meta.sizes, meta.strides):
+                texts.update(d for d in dims if isinstance(d, str))
+            if isinstance(meta.storage_offset, str):
+                texts.add(meta.storage_offset)
+        for values in (g.sym_int_values, g.sym_bool_values, g.sym_float_values):
+            texts.update(v for v in values.values() if isinstance(v, str))
+    used: set[str] = set()
+    for text in texts:
+        used.update(_SYMBOL.findall(text))
+    return {k: v for k, v in ranges.items() if k in used}
 
 
 def _value_names(kind: str, value: Any) -> Iterator[str]:
