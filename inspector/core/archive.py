@@ -526,17 +526,26 @@ def _constant_text(token: str) -> str:
     return token  # "Infinity", "-Infinity", "NaN": as newer torch writes them (strings)
 
 
+def _bounded_int(text: str) -> int:
+    """Integers as orjson takes them (64 bits), not giant Python ints."""
+    value = int(text)
+    if not -(2 ** 63) <= value < 2 ** 64:
+        raise ValueError(f"integer {text[:20]}... does not fit in 64 bits")
+    return value
+
+
 def _loads_bare_constants(data: bytes) -> Any | None:
     """torch <= 2.6 wrote bare `Infinity` / `-Infinity` / `NaN` tokens (Python's
     json.dumps does), which orjson rejects as JSON. Parse such a record with
     the standard library, turning each token into the string newer torch
     writes, or return None. Still bounded: the value count was checked before,
     the C scanner raises RecursionError past the interpreter's recursion limit
-    (under MAX_JSON_DEPTH), and Python refuses integers over 4,300 digits."""
+    (under MAX_JSON_DEPTH), and integers past 64 bits are refused as orjson does."""
     if b"Infinity" not in data and b"NaN" not in data:
         return None
     try:
-        return json.loads(data.decode("utf-8"), parse_constant=_constant_text)
+        return json.loads(data.decode("utf-8"), parse_constant=_constant_text,
+                          parse_int=_bounded_int)
     except (ValueError, RecursionError, UnicodeDecodeError):
         return None
 

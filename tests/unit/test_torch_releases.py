@@ -117,3 +117,17 @@ def test_audit_says_when_this_torch_cannot_load_it() -> None:
         else:
             assert not findings, (path, findings)
     assert refused and all(p.parent.name == "2.5.1" for p in refused)
+
+
+def test_bare_constants_stay_bounded() -> None:
+    """The fallback parser for torch <= 2.6's bare tokens keeps the limits:
+    no giant integers, no deep nesting, no trailing garbage."""
+    from inspector.core.archive import _loads_bare_constants as loads
+
+    assert loads(b'{"a": Infinity, "b": [-Infinity, NaN, 3]}') == \
+        {"a": "Infinity", "b": ["-Infinity", "NaN", 3]}
+    assert loads(b'{"a": 1}') is None  # nothing to fix: orjson's own error stands
+    for bad in (b'{"a": NaN, "b": 123456789012345678901234567890}',
+                b"[" * 100_000 + b"NaN" + b"]" * 100_000, b'{"a": NaN} trailing',
+                b'{"a": NaN, "b": "\xff"}'):
+        assert loads(bad) is None
