@@ -263,9 +263,15 @@ class _PrintedNames:
             if any(n in illegal for n in arg.tensor_names()):
                 return cls(_Namespace())
         for node in graph.nodes:
-            if node.name in illegal or any(
-                    n in illegal for o in node.outputs for n in o.tensor_names()):
+            if node.name in illegal:
                 return cls(_Namespace())
+            for out in node.outputs:
+                value = out.value
+                if out.kind == "as_tensor" and type(value) is dict:  # the common case, fast
+                    if value.get("name") in illegal:
+                        return cls(_Namespace())
+                elif any(n in illegal for n in out.tensor_names()):
+                    return cls(_Namespace())
         return cls(None)
 
     def define(self, name: str) -> str:
