@@ -20,6 +20,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE", help=".pt2 archive")
     parser.add_argument("--program", metavar="NAME",
                         help="only this program (default: every program, each after a '# program: NAME' line)")
+    parser.add_argument("--as-torch", metavar="VERSION",
+                        help="group `# File:` comments as this torch release prints them "
+                             "('installed': the torch here; default: the torch that wrote "
+                             "the archive)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,6 +39,18 @@ def run(args: argparse.Namespace) -> int:
             program = archive.program(name)
             if not args.program:
                 out.write(f"# program: {name}\n")
-            out.write(render_listing(program).text())
+            out.write(render_listing(program, torch_version=_as_torch(args.as_torch)).text())
             archive._programs.pop(name, None)  # free it: one program in memory at a time
     return 0
+
+
+def _as_torch(choice: str | None) -> str | None:
+    if choice != "installed":
+        return choice
+    from inspector.core.audit_load import installed_torch
+
+    found = installed_torch()
+    if found is None:
+        raise ArchiveError("--as-torch installed: no torch is installed here (name a release, "
+                           "e.g. --as-torch 2.14)")
+    return found

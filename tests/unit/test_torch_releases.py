@@ -131,3 +131,28 @@ def test_bare_constants_stay_bounded() -> None:
                 b"[" * 100_000 + b"NaN" + b"]" * 100_000, b'{"a": NaN} trailing',
                 b'{"a": NaN, "b": "\xff"}'):
         assert loads(bad) is None
+
+
+def test_list_as_the_installed_torch_prints_it() -> None:
+    """`list --as-torch installed`: the text this torch prints after loading an
+    archive another release wrote (checked on every fixture it can load)."""
+    import subprocess
+    import sys
+
+    import torch
+
+    compared = 0
+    for release, case in FIXTURES:
+        path = DATA / release / f"{case}.pt2"
+        try:
+            theirs = torch.export.load(str(path)).graph_module.print_readable(print_output=False)
+        except Exception:  # noqa: BLE001 - schema 7.x, and 2.6's cond, which this torch refuses
+            continue
+        proc = subprocess.run([sys.executable, "-m", "inspector", "list", str(path),
+                               "--as-torch", "installed"], capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        ours = normalize(proc.stdout)[1:]  # after the `# program: model` line
+        assert ours == normalize(theirs), f"{release}/{case}"
+        compared += 1
+    assert compared >= 12
