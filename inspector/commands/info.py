@@ -44,12 +44,27 @@ def format_text(s: dict[str, Any]) -> str:
         if kinds:
             out.append(f"  graph inputs: {kinds}")
         for i in p["inputs"]:
-            out.append(f"  input  {i['name']}: {i['type'] or '-'}")
+            if i.get("constant"):
+                out.append(f"  input  {i['name']} = {i['value']!r} (constant {i['type']})")
+            else:
+                out.append(f"  input  {i['name']}: {i['type'] or '-'}")
         for o in p["outputs"]:
             out.append(f"  output {o['name']}: {o['type'] or '-'}")
         for sym, r in p["range_constraints"].items():
             hi = "inf" if r["max"] is None else r["max"]
             out.append(f"  range  {sym}: [{r['min']}, {hi}]")
+    for m in s.get("compiled_models", []):
+        out.append("")
+        out.append(f"compiled model {m['name']} (AOTInductor): built for {m['target']}")
+        out.append("  program: " + (f"{m['program']} (listed above)" if m["program"]
+                                    else "not in the package (compiled code only)"))
+        for f in m["files"]:
+            flag = "!" if f["native_code"] else " "
+            out.append(f"  {flag} {f['path']}  {format_size(f['size'])}, {f['what']}")
+        known = sum(1 for k in m["kernels"] if k["source_nodes"])
+        out.append(f"  kernels: {len(m['kernels'])} ({known} naming their source nodes)")
+        for problem in m["problems"]:
+            out.append(f"  problem: {problem}")
     risky = [r for r in s["records"] if r["risk"]]
     kinds: dict[str, list[int]] = {}
     for r in s["records"]:
@@ -62,7 +77,8 @@ def format_text(s: dict[str, Any]) -> str:
         out.append(f"  {kind:<20} {count:>6}  {format_size(size):>10}")
     if risky:
         out.append("")
-        out.append(f"risky records ({len(risky)}): torch.export.load would execute code from these")
+        out.append(f"risky records ({len(risky)}): torch would execute code from these "
+                   "when loading the archive")
         for r in risky:
             out.append(f"  ! {r['path']}: {r['why']}")
     return "\n".join(out) + "\n"

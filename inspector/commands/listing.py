@@ -9,6 +9,7 @@ import argparse
 import sys
 
 from inspector.core.archive import open_archive
+from inspector.core.errors import ArchiveError
 from inspector.core.listing import render_listing
 
 NAME = "list"
@@ -19,11 +20,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE", help=".pt2 archive")
     parser.add_argument("--program", metavar="NAME",
                         help="only this program (default: every program, each after a '# program: NAME' line)")
+    parser.add_argument("--as-torch", metavar="VERSION",
+                        help="group `# File:` comments as this torch release prints them "
+                             "('installed': the torch here; default: the torch that wrote "
+                             "the archive)")
 
 
 def run(args: argparse.Namespace) -> int:
     with open_archive(args.file) as archive:
         names = [args.program] if args.program else archive.program_names
+        if not names:
+            raise ArchiveError(f"{archive.path.name} holds no program to list (an AOTInductor "
+                               "package of compiled code only; `pt2-inspector info` describes it)")
         for name in names:
             archive.program_path(name)  # a clear error for an unknown name
         out = sys.stdout
@@ -31,6 +39,18 @@ def run(args: argparse.Namespace) -> int:
             program = archive.program(name)
             if not args.program:
                 out.write(f"# program: {name}\n")
-            out.write(render_listing(program).text())
+            out.write(render_listing(program, torch_version=_as_torch(args.as_torch)).text())
             archive.forget_program(name)  # free it: one program in memory at a time
     return 0
+
+
+def _as_torch(choice: str | None) -> str | None:
+    if choice != "installed":
+        return choice
+    from inspector.core.audit_load import installed_torch
+
+    found = installed_torch()
+    if found is None:
+        raise ArchiveError("--as-torch installed: no torch is installed here (name a release, "
+                           "e.g. --as-torch 2.14)")
+    return found

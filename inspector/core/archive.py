@@ -12,6 +12,7 @@ Every failure is an ArchiveError with a message a person can act on.
 from __future__ import annotations
 
 import gc
+import json
 import posixpath
 import threading
 import zipfile
@@ -92,6 +93,9 @@ _LEGACY_PICKLES = {
     "serialized_example_inputs.pt": "example inputs",
 }
 _LIBRARY_SUFFIXES = (".so", ".dll", ".dylib", ".pyd")
+_AOTI_DIR = "data/aotinductor/"
+# GPU code objects the AOTInductor runtime loads onto the device
+_GPU_BINARY_SUFFIXES = (".cubin", ".fatbin", ".hsaco", ".spv", ".ptx")
 
 
 @dataclass(frozen=True)
@@ -222,6 +226,9 @@ class Archive:
         try:
             return orjson.loads(data), values
         except orjson.JSONDecodeError as exc:
+            legacy = _loads_bare_constants(data)
+            if legacy is not None:
+                return legacy, values
             msg = str(exc)
             # orjson 3.9 said "recursion limit", 3.10+ says "depth limit exceeded"
             if "recursion" in msg.lower() or "depth limit" in msg.lower():
@@ -337,12 +344,54 @@ def _check_entry_count(path: Path) -> None:
         except (OSError, ValueError, EOFError):
             end = None
     if not end:
+        if _starts_like_pt2(path):
+            raise ArchiveError(
+                f"{path.name} is an incomplete archive (its zip directory is missing: the file "
+                f"stops after {path.stat().st_size:,} bytes, as when torch's save is "
+                "interrupted or a copy is cut short; save or copy it again)")
         raise ArchiveError(f"{path.name} is not a zip file, so not a .pt2 archive "
                            "(no end-of-archive record: not a zip, or truncated)")
     count = end[zipfile._ECD_ENTRIES_TOTAL]
     if count > MAX_ENTRIES:
         raise ArchiveError(f"{path.name} lists {count:,} entries, over the limit of "
                            f"{MAX_ENTRIES:,} entries per archive")
+
+
+def _starts_like_pt2(path: Path) -> bool:
+    """Whether a file without a zip directory begins with a record torch's
+    writer puts first (`<top>/data/...`, `<top>/models/...`): a save that
+    stopped midway, not some other file."""
+    with path.open("rb") as fp:
+        head = fp.read(30 + MAX_NAME_LENGTH)
+    if len(head) < 30 or head[:4] != b"PK\x03\x04":
+        return False
+    size = int.from_bytes(head[26:28], "little")
+    name = head[30:30 + size].decode("utf-8", "replace")
+    return any(part in name for part in ("/data/", "/models/", "/.data/", "archive_format",
+                                         _LEGACY_PROGRAM))
+
+
+def _incomplete(path: Path, rels: list[str]) -> str:
+    """Why a pt2 archive without programs looks half-written, or "" when it
+    does not: torch writes each program's weights, their config, constants,
+    then models/<name>.json; an archive with payloads but no program JSON is
+    one whose save stopped in between (torch's writer still closes the zip)."""
+    payloads = [r for r in rels if r.startswith(("data/weights/", "data/constants/"))]
+    if not payloads:
+        return ""
+    names = sorted({r.split("/")[-1].rsplit("_", 2)[0] for r in payloads
+                    if r.endswith(("_weights_config.json", "_constants_config.json"))})
+    missing = [f"models/{n}.json" for n in names] or ["models/<name>.json"]
+    for n in names or []:
+        for which in ("weights", "constants"):
+            rel = f"data/{which}/{n}_{which}_config.json"
+            if rel not in rels:
+                missing.append(rel)
+    if not names and not any(r.endswith("_weights_config.json") for r in rels):
+        missing.append("the weights config")
+    return (f"{path.name} is an incomplete archive ({', '.join(missing)} missing: it holds "
+            "weights but no programs, as when torch's save stopped before writing them; "
+            "save it again)")
 
 
 def _describe(path: Path, zf: zipfile.ZipFile) -> Archive:
@@ -378,8 +427,11 @@ def _describe(path: Path, zf: zipfile.ZipFile) -> Archive:
             if r.startswith("models/") and r.endswith(".json") and r.count("/") == 1
             and len(r) > len("models/.json")
         )
-        if not archive.program_names:
-            raise ArchiveError(f"{path.name} holds no programs (no models/<name>.json record)")
+        # An AOTInductor package (aoti_compile_and_package) may hold only
+        # compiled models under data/aotinductor/: described, never loaded.
+        if not archive.program_names and not any(r.startswith(_AOTI_DIR) for r in rels):
+            raise ArchiveError(_incomplete(path, rels)
+                               or f"{path.name} holds no programs (no models/<name>.json record)")
     else:
         archive.program_names = ["model"]
 
@@ -462,9 +514,13 @@ def _classify(rel: str, info: zipfile.ZipInfo, pickled: dict[str, str]) -> Recor
         return rec(LEGACY_PICKLE, True, f"legacy {_LEGACY_PICKLES[rel]}: unpickled by torch.load")
     if rel.startswith("data/sample_inputs/"):
         return rec(SAMPLE_INPUTS, True, "sample inputs: unpickled by torch.export.load")
-    if rel.startswith("data/aotinductor/"):
+    if rel.startswith(_AOTI_DIR):
         if base.endswith(_LIBRARY_SUFFIXES) or ".so." in base:
-            return rec(AOTI_BINARY, True, "compiled library: dlopened by the AOTInductor loader")
+            return rec(AOTI_BINARY, True, "native code: torch dlopens and runs it when it loads "
+                       "the package (aoti_load_package); pt2-inspector never loads it")
+        if base.endswith(_GPU_BINARY_SUFFIXES):
+            return rec(AOTI_BINARY, True, "GPU kernel code: the AOTInductor runtime loads it "
+                       "onto the device and runs it; pt2-inspector never loads it")
         return rec(AOTI_FILE)
     if rel.startswith("extra/"):
         return rec(EXTRA)
@@ -493,6 +549,34 @@ def _classify(rel: str, info: zipfile.ZipInfo, pickled: dict[str, str]) -> Recor
     if base.endswith(_LIBRARY_SUFFIXES):
         return rec(UNKNOWN, True, "compiled library")
     return rec(UNKNOWN)
+
+
+def _constant_text(token: str) -> str:
+    return token  # "Infinity", "-Infinity", "NaN": as newer torch writes them (strings)
+
+
+def _bounded_int(text: str) -> int:
+    """Integers as orjson takes them (64 bits), not giant Python ints."""
+    value = int(text)
+    if not -(2 ** 63) <= value < 2 ** 64:
+        raise ValueError(f"integer {text[:20]}... does not fit in 64 bits")
+    return value
+
+
+def _loads_bare_constants(data: bytes) -> Any | None:
+    """torch <= 2.6 wrote bare `Infinity` / `-Infinity` / `NaN` tokens (Python's
+    json.dumps does), which orjson rejects as JSON. Parse such a record with
+    the standard library, turning each token into the string newer torch
+    writes, or return None. Still bounded: the value count was checked before,
+    the C scanner raises RecursionError past the interpreter's recursion limit
+    (under MAX_JSON_DEPTH), and integers past 64 bits are refused as orjson does."""
+    if b"Infinity" not in data and b"NaN" not in data:
+        return None
+    try:
+        return json.loads(data.decode("utf-8"), parse_constant=_constant_text,
+                          parse_int=_bounded_int)
+    except (ValueError, RecursionError, UnicodeDecodeError):
+        return None
 
 
 def json_value_count(data: bytes) -> int:

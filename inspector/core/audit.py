@@ -166,6 +166,10 @@ def audit_archive(archive: Archive, *, target: Device | None = None,
                                   listing=(listings or {}).get(name), payload_configs=configs)
     if RISKY_RECORD in wanted or PORTABILITY in wanted:
         findings += audit_records(archive.records, set(names), wanted)
+    if PORTABILITY in wanted:
+        from inspector.core.audit_load import audit_loadability
+
+        findings += audit_loadability(archive, target, [archive.program(n) for n in names])
     return sort_findings(findings)
 
 
@@ -200,23 +204,21 @@ def audit_records(records: Iterable[Record], programs: set[str],
         program = _record_program(rec.path, programs)
         if RISKY_RECORD in wanted and rec.risk:
             sample = rec.kind == ar.SAMPLE_INPUTS
+            native = rec.kind == ar.AOTI_BINARY
+            loader = ("the package (torch._inductor.aoti_load_package)" if native
+                      else "this archive with torch.export.load")
             findings.append(Finding(
                 RISKY_RECORD, INFO if sample else WARNING, program, None, None,
                 f"{rec.path} ({format_size(rec.size)}): {rec.why or 'torch would execute code from it'}. "
-                "Loading this archive with torch.export.load runs that code; only load "
-                "archives from people you trust.",
+                f"Loading {loader} runs that code; only load archives from people you trust.",
                 None,
-                None if sample else "re-export and save with torch.export.save from a torch "
-                "that writes raw tensors (no pickles), or drop the record",
+                None if sample else (
+                    "compiled code has no data-only form: load the package only if you trust "
+                    "who compiled it, or compile the program yourself "
+                    "(torch._inductor.aoti_compile_and_package)" if native else
+                    "re-export and save with torch.export.save from a torch "
+                    "that writes raw tensors (no pickles), or drop the record"),
                 rec.kind))
-        if PORTABILITY in wanted and rec.kind == ar.AOTI_BINARY:
-            findings.append(Finding(
-                PORTABILITY, WARNING, program, None, None,
-                f"{rec.path} is an AOTInductor binary compiled for one platform and device: "
-                "it loads only where that platform, its libraries and that GPU type are "
-                "present (retarget cannot change compiled code)",
-                None, "compile the AOTInductor package on the target machine",
-                "aotinductor"))
     return findings
 
 
@@ -460,7 +462,11 @@ def _literal_sizes(node: Node) -> Iterable[tuple[str, int]]:
 def _literal_example_sizes(ctx: _Context) -> None:
     """A literal size equal to a dynamic dim's example size, in a node whose result
     does not depend on that dim: likely a Python int computed from the example
-    (e.g. `torch.zeros(batch_size, ...)` with a captured int)."""
+    (e.g. `torch.zeros(batch_size, ...)` with a captured int). One finding per
+    node. Where the value flows matters: a node that only reshapes tensors of
+    static shape (swin's attention mask, `view(14 // 7, 7, 14 // 7, 7)`, with a
+    batch of 2) meets the number by coincidence, so that is info; a node that
+    creates a tensor from sizes alone (`zeros(2, 4)`) keeps the warning."""
     by_value = _free_symbol_hints(ctx.program)
     if not by_value:
         return
@@ -472,21 +478,31 @@ def _literal_example_sizes(ctx: _Context) -> None:
                     break
             else:
                 continue
-            hits = [(a, v) for a, v in _literal_sizes(node) if v in by_value]
-            if not hits:
+            values = sorted({v for _a, v in _literal_sizes(node) if v in by_value})
+            if not values:
                 continue
             mentioned = _symbols_of(node, tv)
-            for arg_name, value in hits:
-                syms = sorted(by_value[value] - mentioned)
-                if len(syms) != len(by_value[value]):
-                    continue  # the node already follows that dim symbolically
-                ctx.add(SPECIALIZED_DIM, WARNING,
-                        f"{node.op_name} has {arg_name} containing {value}, the example size "
-                        f"of dynamic dim {' / '.join(syms)}: if it came from the example input, "
-                        "other sizes will break here",
-                        node=node, group=syms[0],
-                        fix="compute the size from the tensor (x.shape[i]) instead of a "
-                            "Python int")
+            hits = [(v, sorted(by_value[v])) for v in values if not by_value[v] & mentioned]
+            if not hits:
+                continue  # the node already follows that dim symbolically
+            reads = [tv[n] for n in node.input_names() if n in tv]
+            static_only = bool(reads) and all(isinstance(d, int) for m in reads for d in m.sizes)
+            arg_name = next(a for a, v in _literal_sizes(node) if v == hits[0][0])
+            sizes = " and ".join(f"{v} (the example size of dynamic dim {' / '.join(syms)})"
+                                 for v, syms in hits)
+            if static_only:
+                ctx.add(SPECIALIZED_DIM, INFO,
+                        f"{node.op_name} has {arg_name} containing {sizes}, but it only "
+                        "reshapes or reads tensors of static shape, which no dynamic dim "
+                        "feeds: most likely a coincidence",
+                        node=node, group=hits[0][1][0], fix=None)
+                continue
+            ctx.add(SPECIALIZED_DIM, WARNING,
+                    f"{node.op_name} has {arg_name} containing {sizes}: if it came from the "
+                    "example input, other sizes will break here",
+                    node=node, group=hits[0][1][0],
+                    fix="compute the size from the tensor (x.shape[i]) instead of a "
+                        "Python int")
 
 
 def _symbols_of(node: Node, tv: dict[str, TensorMeta]) -> set[str]:

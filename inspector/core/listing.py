@@ -24,6 +24,7 @@ from typing import Any
 
 from inspector.core.dtypes import DTYPE_REPR, LAYOUT_NAMES, MEMORY_FORMAT_NAMES
 from inspector.core.frames import summary_frame
+from inspector.core.op_schemas import op_schema
 from inspector.core.program import (
     KEYWORD,
     POSITIONAL,
@@ -65,8 +66,23 @@ class Listing:
     kinds: list[str] = field(default_factory=list)
     line_nodes: list[Node | None] = field(default_factory=list)  # line -> node
     _node_line: dict[int, int] = field(default_factory=dict)  # id(node) -> statement line
-    # value name -> line that defines it, per graph (names are unique per graph)
+    # value name -> line that defines it, per graph (names are unique per graph).
+    # Keyed by the value's name in the file; FX prints some values under
+    # another name (an input named after a builtin: `input` is printed
+    # `input_1`, which may be another value's name in the file), so a name
+    # read off the listing goes through value_name() first.
     definitions: dict[tuple[str, str], int] = field(default_factory=dict)
+    # (graph, name in the file) -> the name FX prints, only where they differ
+    printed: dict[tuple[str, str], str] = field(default_factory=dict)
+    # (graph, printed name) -> the name in the file, the reverse of `printed`
+    file_names: dict[tuple[str, str], str] = field(default_factory=dict)
+    # (graph, input name) -> its `input_1 = input` line, for renamed inputs
+    aliases: dict[tuple[str, str], int] = field(default_factory=dict)
+    # whose `# File:` comment grouping the listing follows, in words (torch
+    # releases differ: see render_listing), for the window to say
+    comments_as: str = "current torch"
+    legacy_comments: bool = False
+    hop_attr_metadata: bool = True
 
     def __len__(self) -> int:
         return len(self.lines)
@@ -83,6 +99,15 @@ class Listing:
     def text(self) -> str:
         return "\n".join(self.lines) + "\n"
 
+    def printed_name(self, graph: str, name: str) -> str:
+        """The name the listing shows for the value `name` of the file."""
+        return self.printed.get((graph, name), name)
+
+    def value_name(self, graph: str, shown: str) -> str:
+        """The value (its name in the file) that a name shown in the listing
+        stands for: `input` for `input_1` when FX renamed the input `input`."""
+        return self.file_names.get((graph, shown), shown)
+
     def _add(self, text: str, kind: str, node: Node | None = None) -> int:
         self.lines.append(text)
         self.kinds.append(kind)
@@ -90,14 +115,67 @@ class Listing:
         return len(self.lines) - 1
 
 
-def render_listing(program: Program) -> Listing:
+# FX's code generator grouped `# File:` comments by the whole stack trace
+# (a bare `# ` where a trace had no frame) up to torch 2.9, and by their
+# one-line summary (and "No stacktrace found ..." where none parses) by 2.13;
+# measured on 2.5.1, 2.6.0, 2.9.1 against 2.13.0 and 2.14.1 (2.10-2.12 are
+# taken as the newer style). torch 2.5's deserializer also gave the get_attr
+# nodes of control-flow subgraphs no metadata.
+_SUMMARY_STYLE_FROM = (2, 10)
+_HOP_ATTR_METADATA_FROM = (2, 6)
+
+
+def torch_release(version: str | None) -> tuple[int, int] | None:
+    """(2, 6) for "2.6.0+cu124"; None when the text names no release."""
+    if not version or version.startswith(("<", ">", "~")):
+        return None  # "<=2.4": what program.py records when the file names none
+    parts = version.split("+", 1)[0].split(".")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (ValueError, IndexError):
+        return None
+
+
+def render_listing(program: Program, torch_version: str | None = None) -> Listing:
+    """The listing as torch `torch_version` prints it; by default as the torch
+    that wrote the archive does (Listing.comments_as says which)."""
     listing = Listing()
+    if torch_version is None:
+        release = torch_release(program.torch_version) or _SUMMARY_STYLE_FROM
+        listing.comments_as = (f"torch {program.torch_version}, which wrote the archive"
+                               if torch_release(program.torch_version) else "current torch")
+    else:
+        release = torch_release(torch_version) or _SUMMARY_STYLE_FROM
+        listing.comments_as = f"torch {torch_version}"
+    listing.legacy_comments = release < _SUMMARY_STYLE_FROM
+    listing.hop_attr_metadata = release >= _HOP_ATTR_METADATA_FROM
     _render_module(listing, program.graph, "GraphModule", 0, program)
     return listing
 
 
 def render_program_text(program: Program) -> str:
     return render_listing(program).text()
+
+
+def value_users(program: Program, listing: Listing) -> dict[tuple[str, str], list[int]]:
+    """(graph, value) -> the lines that read it (statements, and each graph's
+    return), keyed like Listing.definitions by the value's name in the file
+    (a name read off the listing: Listing.value_name first)."""
+    users: dict[tuple[str, str], list[int]] = {}
+    for graph in program.graphs():
+        gname = graph.name
+        for node in graph.nodes:
+            line = listing.line_of(node)
+            if line is None:
+                continue
+            for name in dict.fromkeys(node.input_names()):
+                users.setdefault((gname, name), []).append(line)
+    returns = [i for i, k in enumerate(listing.kinds) if k == RETURN]
+    for graph, line in zip(program.graphs(), returns):
+        for out in graph.outputs:
+            for name in out.tensor_names():
+                users.setdefault((graph.name, name), []).append(line)
+    return users
 
 
 # --- module / graph -----------------------------------------------------------
@@ -107,25 +185,35 @@ def _render_module(listing: Listing, graph: Graph, class_name: str, level: int,
     pad = INDENT * level
     listing._add(f"{pad}class {class_name}(torch.nn.Module):", CLASS)
     ns = _Namespace()
+    shown = _PrintedNames.for_graph(graph)
     params = ["self"]
-    renamed_inputs: list[tuple[str, str]] = []
+    aliases: list[tuple[str, str, str | None]] = []  # (printed, placeholder target, value)
     for i, arg in enumerate(graph.inputs):
         text, target = _placeholder(graph, arg, i, program)
         params.append(text)
         # graph.placeholder(target) names the node after the snake-cased target;
         # tensor inputs get their own name back, constant inputs keep FX's
         fx_name = ns.create(_snake_case(target[2:-2] if _is_magic(target) else target))
-        if not arg.tensor_names() and fx_name != target:
-            renamed_inputs.append((fx_name, target))
+        names = arg.tensor_names()
+        node_name = names[0] if names else fx_name
+        # FX's code generator names every node again, in a fresh namespace: an
+        # input named after a builtin (`input`, `id`, `sum`) is printed
+        # `input_1`, bound by `input_1 = input` at the top of forward
+        printed = shown.define(node_name)
+        if printed != target:
+            aliases.append((printed, target, names[0] if names else None))
     listing._add(f"{pad}{INDENT}def forward({', '.join(params)}):", DEF)
+    def_line = len(listing.lines) - 1
     for arg in graph.inputs:
         for name in arg.tensor_names():
-            listing.definitions[(graph.name, name)] = len(listing.lines) - 1
+            listing.definitions[(graph.name, name)] = def_line
     body = pad + INDENT * 2
-    for fx_name, target in renamed_inputs:
-        listing._add(f"{body}{fx_name} = {target}", STATEMENT)
+    for printed, target, value in aliases:
+        line = listing._add(f"{body}{printed} = {target}", STATEMENT)
+        if value is not None:
+            listing.aliases[(graph.name, value)] = line
     prev_summary: str | None = None
-    emitted = False
+    emitted = bool(aliases)  # FX puts a blank line between them and the first comment
     summaries: dict[str | None, str] = {}  # stack_trace -> its `# File:` text
     for node in graph.nodes:
         # Subgraph arguments become get_attr nodes just before their HOP call,
@@ -134,25 +222,71 @@ def _render_module(listing: Listing, graph: Graph, class_name: str, level: int,
                          if a.arg.kind == "as_graph" and isinstance(a.arg.value, dict)] \
             if node.target.startswith(_HOP_PREFIX) else ()
         for sub in subgraph_args:
-            prev_summary = _summary(listing, node, prev_summary, body, emitted, summaries)
+            prev_summary = _summary(listing, node, prev_summary, body, emitted, summaries,
+                                    listing.hop_attr_metadata)
             emitted = True
             sub_name = str(sub.get("name", ""))
-            attr_name = ns.create(sub_name)
+            attr_name = shown.define(ns.create(sub_name))
             line = listing._add(f"{body}{attr_name} = self.{sub_name}", STATEMENT, node)
             listing.definitions[(graph.name, attr_name)] = line
         prev_summary = _summary(listing, node, prev_summary, body, emitted, summaries)
         emitted = True
-        _emit_node(listing, graph, node, body, ns)
+        _emit_node(listing, graph, node, body, ns, shown)
     # FX adds `pass` only to a graph without an output node, and a
     # deserialized graph always has one: an empty graph is just its return.
-    listing._add(f"{body}return {_output_text(graph)}", RETURN)
+    listing._add(f"{body}return {_output_text(graph, shown.map)}", RETURN)
+    for name, printed in shown.map.items():
+        listing.printed[(graph.name, name)] = printed
+        listing.file_names[(graph.name, printed)] = name
     for sub in graph.subgraphs:
         listing._add("", BLANK)
         _render_module(listing, sub, sub.name, level + 1, program)
 
 
+class _PrintedNames:
+    """The names FX's code generator prints (`_gen_python_code` repr()s every
+    node through a fresh _Namespace, in graph order). Node names are unique
+    and legal in nearly every graph, and then each prints as itself; only a
+    graph holding a name FX may not print (a builtin, a keyword) pays for the
+    second namespace."""
+
+    __slots__ = ("ns", "map")
+
+    def __init__(self, ns: _Namespace | None) -> None:
+        self.ns = ns
+        self.map: dict[str, str] = {}  # name in the file -> printed, where they differ
+
+    @classmethod
+    def for_graph(cls, graph: Graph) -> _PrintedNames:
+        illegal = _ILLEGAL_NAMES
+        for arg in graph.inputs:
+            if any(n in illegal for n in arg.tensor_names()):
+                return cls(_Namespace())
+        for node in graph.nodes:
+            if node.name in illegal:
+                return cls(_Namespace())
+            for out in node.outputs:
+                value = out.value
+                if out.kind == "as_tensor" and type(value) is dict:  # the common case, fast
+                    if value.get("name") in illegal:
+                        return cls(_Namespace())
+                elif any(n in illegal for n in out.tensor_names()):
+                    return cls(_Namespace())
+        return cls(None)
+
+    def define(self, name: str) -> str:
+        if self.ns is None:
+            return name
+        printed = self.ns.create(name)
+        if printed != name:
+            self.map[name] = printed
+        return printed
+
+
 def _summary(listing: Listing, node: Node, prev: str | None, body: str, emitted: bool,
-             cache: dict[str | None, str]) -> str:
+             cache: dict[str | None, str], metadata: bool = True) -> str | None:
+    if listing.legacy_comments:
+        return _legacy_summary(listing, node if metadata else None, prev, body, emitted, cache)
     trace = node.stack_trace
     text = cache.get(trace)
     if text is None:
@@ -167,6 +301,30 @@ def _summary(listing: Listing, node: Node, prev: str | None, body: str, emitted:
             listing._add("", BLANK)
         listing._add(f"{body}{summary}", COMMENT, node)
     return summary
+
+
+def _legacy_summary(listing: Listing, node: Node | None, prev: str | None, body: str,
+                    emitted: bool, cache: dict[str | None, str]) -> str | None:
+    """torch <= 2.9: a comment whenever the whole stack trace changes (`# `
+    alone when it has no frame), "No stacktrace found" once before nodes
+    without one; FX indented these comments one space further."""
+    trace = node.stack_trace if node is not None else None
+    if trace:
+        if trace != prev:
+            text = cache.get(trace)
+            if text is None:
+                frame = summary_frame(trace)
+                text = "" if frame is None else f"File: {frame[0]}:{frame[1]} in {frame[2]}, code: {frame[3]}"
+                cache[trace] = text
+            if emitted:
+                listing._add("", BLANK)
+            listing._add(f"{body} # {text}", COMMENT, node)
+        return trace
+    if prev != "":
+        if emitted:
+            listing._add("", BLANK)
+        listing._add(f"{body}# No stacktrace found for following nodes", COMMENT, node)
+    return ""
 
 
 def _custom_annotation(node: Node) -> str:
@@ -211,7 +369,8 @@ def _annotation(graph: Graph, name: str) -> str:
 
 # --- nodes --------------------------------------------------------------------
 
-def _emit_node(listing: Listing, graph: Graph, node: Node, body: str, ns: _Namespace) -> None:
+def _emit_node(listing: Listing, graph: Graph, node: Node, body: str, ns: _Namespace,
+               shown: _PrintedNames) -> None:
     """One node as the deserializer builds it: the call, then the getitem nodes
     it adds for multiple outputs, all named through the graph's namespace."""
     target = node.target
@@ -223,8 +382,9 @@ def _emit_node(listing: Listing, graph: Graph, node: Node, body: str, ns: _Names
         name = value.get("name") if isinstance(value, dict) else None
         if isinstance(name, str):
             ns.create(node.name)
-            line = listing._add(f"{body}{name}{_annotation(graph, name)} = "
-                                f"{_call_text(node, target, False)}", STATEMENT, node)
+            printed = shown.define(name)
+            line = listing._add(f"{body}{printed}{_annotation(graph, name)} = "
+                                f"{_call_text(node, target, False, shown.map)}", STATEMENT, node)
             listing._node_line[id(node)] = line
             listing.definitions[(graph.name, name)] = line
             return
@@ -251,11 +411,12 @@ def _emit_node(listing: Listing, graph: Graph, node: Node, body: str, ns: _Names
         else:
             items = outputs
         getitems = _getitems(items, ns)
-    call = _call_text(node, target, hop)
-    line = listing._add(f"{body}{name}{annotation} = {call}", STATEMENT, node)
+    printed = shown.define(name)
+    call = _call_text(node, target, hop, shown.map)
+    line = listing._add(f"{body}{printed}{annotation} = {call}", STATEMENT, node)
     listing._node_line[id(node)] = line
     listing.definitions[(graph.name, name)] = line
-    _emit_getitems(listing, graph, node, body, name, getitems)
+    _emit_getitems(listing, graph, node, body, printed, getitems, shown)
 
 
 _SINGLE_VALUE_KINDS = ("as_tensor", "as_sym_int", "as_sym_float", "as_sym_bool")
@@ -293,20 +454,25 @@ def _getitems(items: list[Argument], ns: _Namespace) -> list[tuple[str, str, int
 
 
 def _emit_getitems(listing: Listing, graph: Graph, node: Node, body: str, parent: str,
-                   getitems: list[tuple[str, str, int, list]]) -> None:
+                   getitems: list[tuple[str, str, int, list]], shown: _PrintedNames) -> None:
     for kind, out_name, idx, nested in getitems:
         ann = _annotation(graph, out_name) if kind == "value" else ""
-        gl = listing._add(f"{body}{out_name}{ann} = {parent}[{idx}]", STATEMENT, node)
+        printed = shown.define(out_name)
+        gl = listing._add(f"{body}{printed}{ann} = {parent}[{idx}]", STATEMENT, node)
         listing.definitions[(graph.name, out_name)] = gl
         if nested:
-            _emit_getitems(listing, graph, node, body, out_name, nested)
+            _emit_getitems(listing, graph, node, body, printed, nested, shown)
 
 
-def _call_text(node: Node, target: str, hop: bool) -> str:
+def _call_text(node: Node, target: str, hop: bool, names: dict[str, str] | None = None) -> str:
     args: list[str] = []
     kwargs: list[str] = []
+    if not hop and any(inp.kind not in (POSITIONAL, KEYWORD) for inp in node.inputs):
+        by_schema = _schema_call(node, target, names)
+        if by_schema is not None:
+            return by_schema
     for inp in node.inputs:
-        text = _arg_text(inp.arg)
+        text = _arg_text(inp.arg, names)
         if hop:
             positional = inp.kind == POSITIONAL or inp.name == ""
         else:
@@ -323,6 +489,38 @@ def _call_text(node: Node, target: str, hop: bool) -> str:
             except IndexError:
                 pass
     return f"{target}({', '.join(args + kwargs)})"
+
+
+def _schema_call(node: Node, target: str, names: dict[str, str] | None) -> str | None:
+    """The call as torch's deserialize_inputs rebuilds it when arguments carry
+    no kind (schemas 7.3, 8.2): schema order; an argument with a default or a
+    keyword-only one becomes a keyword. None when the op's schema is unknown
+    or the file's arguments do not fit it (torch could not load the node)."""
+    schema = op_schema(target)
+    if schema is None:
+        return None
+    actual = {inp.name: inp for inp in node.inputs}
+    args: list[str] = []
+    kwargs: dict[str, str] = {}
+    for sarg in schema:
+        inp = actual.get(sarg.name)
+        if inp is not None:
+            if inp.kind == POSITIONAL:
+                args.append(_arg_text(inp.arg, names))
+                continue
+            if inp.kind == KEYWORD and not keyword.iskeyword(sarg.name):
+                kwargs[sarg.name] = _arg_text(inp.arg, names)
+                continue
+        if sarg.positional or keyword.iskeyword(sarg.name):
+            if inp is None:
+                return None  # torch raises KeyError here
+            if not sarg.positional:
+                kwargs = {}  # what torch does (its kwargs are dropped, not moved)
+            args.append(_arg_text(inp.arg, names))
+        elif inp is not None:
+            kwargs[sarg.name] = _arg_text(inp.arg, names)
+    parts = args + [f"{k} = {v}" for k, v in kwargs.items()]
+    return f"{target}({', '.join(parts)})"
 
 
 def _target_to_str(target: str) -> str:
@@ -401,19 +599,23 @@ def _float_text(value: Any) -> str:
     return repr(value)
 
 
-def _sym_text(value: Any, literal: str) -> str:
+def _sym_text(value: Any, literal: str, names: dict[str, str] | None = None) -> str:
     if isinstance(value, dict) and len(value) == 1:
         ((kind, inner),) = value.items()
         if kind == "as_name":
-            return str(inner)
+            return names.get(str(inner), str(inner)) if names else str(inner)
         if kind == "as_float":
             return _float_text(inner)
         return repr(inner)
     return repr(value)
 
 
-def _arg_text(arg: Argument) -> str:
+def _arg_text(arg: Argument, names: dict[str, str] | None = None) -> str:
+    """An argument as FX prints it; `names`: values FX prints under another
+    name (name in the file -> printed name)."""
     kind, value = arg.kind, arg.value
+    if names and kind != "as_string_to_argument":  # that one recurses with `names`
+        return _renamed(_arg_text(arg), arg, names)
     if kind == "as_tensor" or kind == "as_custom_obj":
         return str(value.get("name")) if isinstance(value, dict) else repr(value)
     if kind == "as_none":
@@ -471,10 +673,31 @@ def _arg_text(arg: Argument) -> str:
             items = []
             for k, v in value.items():
                 inner = Argument(*next(iter(v.items()))) if isinstance(v, dict) and len(v) == 1 else Argument("unknown", v)
-                items.append(f"{k!r}: {_arg_text(inner)}")
+                items.append(f"{k!r}: {_arg_text(inner, names)}")
             return "{" + ", ".join(items) + "}"
         return repr(value)
     return f"<{kind}: {json.dumps(value, default=str)[:200]}>"
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _renamed(text: str, arg: Argument, names: dict[str, str]) -> str:
+    """`text` with the graph values it names printed as FX prints them. Only
+    graphs holding a name FX renames come here; the values an argument reads
+    are known (Argument.tensor_names), so only those identifiers are swapped,
+    never text inside a string literal that merely looks like one."""
+    wanted = {n: names[n] for n in arg.tensor_names() if n in names}
+    if arg.kind == "as_graph" and isinstance(arg.value, dict):
+        sub = str(arg.value.get("name"))
+        if sub in names:
+            wanted[sub] = names[sub]
+    if not wanted:
+        return text
+    if arg.kind in ("as_tensor", "as_custom_obj", "as_graph", "as_sym_int", "as_sym_bool",
+                    "as_sym_float", "as_optional_tensor"):
+        return wanted.get(text, text)
+    return _IDENTIFIER.sub(lambda m: wanted.get(m.group(0), m.group(0)), text)
 
 
 def _num(v: Any) -> float:
@@ -492,16 +715,11 @@ def _optional_tensor_text(value: Any) -> str:
     return repr(value)
 
 
-def _output_text(graph: Graph) -> str:
-    items = [_output_item(o) for o in graph.outputs]
+def _output_text(graph: Graph, names: dict[str, str] | None = None) -> str:
+    items = [_arg_text(o, names) for o in graph.outputs]
     if graph.is_single_tensor_return and len(items) == 1:
         return items[0]
     if len(items) == 1:
         return f"({items[0]},)"
     return "(" + ", ".join(items) + ")"
 
-
-def _output_item(arg: Argument) -> str:
-    if arg.kind == "as_tensor":
-        return _arg_text(arg)
-    return _arg_text(arg)

@@ -12,6 +12,7 @@ is not an object, a missing graph) raise ArchiveError naming where they are.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -181,6 +182,10 @@ class InputSpec:
     name: str  # the graph input's name
     target: str | None  # parameter / buffer / constant FQN
     persistent: bool | None = None
+    # constant_input (and a user_input holding a literal, as older torch
+    # wrote): the value, as torch's graph_signature.user_inputs gives it
+    constant: bool = False
+    value: Any = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -229,7 +234,13 @@ class Program:
         return sum(len(g.nodes) for g in self.graphs())
 
     def user_inputs(self) -> list[InputSpec]:
-        return [s for s in self.input_specs if s.kind == "user_input"]
+        """The tensor and symbolic user inputs (not the constants)."""
+        return [s for s in self.input_specs if s.kind == "user_input" and not s.constant]
+
+    def forward_inputs(self) -> list[InputSpec]:
+        """Every argument of the user's forward, constants included, in order:
+        what torch's graph_signature.user_inputs lists."""
+        return [s for s in self.input_specs if s.kind in ("user_input", "constant_input")]
 
     def user_outputs(self) -> list[OutputSpec]:
         return [s for s in self.output_specs if s.kind == "user_output"]
@@ -274,7 +285,7 @@ def parse_program(doc: Any, name: str, *, consume: bool = False) -> Program:
         graph=graph,
         input_specs=[_input_spec(s, where) for s in _list(sig.get("input_specs"), where, "input_specs")],
         output_specs=[_output_spec(s, where) for s in _list(sig.get("output_specs"), where, "output_specs")],
-        range_constraints=_ranges(doc.get("range_constraints"), where),
+        range_constraints=_used_ranges(_ranges(doc.get("range_constraints"), where), graph),
         module_call_graph=[e for e in _list(gm.get("module_call_graph"), where, "module_call_graph")
                            if isinstance(e, dict)],
         metadata=_dict(gm.get("metadata"), where, "graph_module.metadata"),
@@ -484,7 +495,11 @@ def _input_spec(raw: Any, where: str) -> InputSpec:
     kind, body = _union(raw, where, "input spec")
     arg = body.get("arg") if isinstance(body, dict) else None
     if kind == "constant_input":
-        return InputSpec(kind, str(body.get("name", "?")), None)
+        return InputSpec(kind, str(body.get("name", "?")), None, constant=True,
+                         value=_literal(body.get("value")))
+    if kind == "user_input" and isinstance(arg, dict) and len(arg) == 1 \
+            and next(iter(arg)) in _LITERAL_KINDS:
+        return InputSpec(kind, _arg_name(arg), None, constant=True, value=_literal(arg))
     name = _arg_name(arg)
     target = None
     for key in ("parameter_name", "buffer_name", "tensor_constant_name", "custom_obj_name"):
@@ -518,6 +533,25 @@ def _arg_name(arg: Any) -> str:
     return "?"
 
 
+_LITERAL_KINDS = frozenset({"as_int", "as_float", "as_bool", "as_string", "as_none"})
+
+
+def _literal(raw: Any) -> Any:
+    """A constant argument's Python value ({"as_int": 3} -> 3); other kinds
+    stay as their serialized text."""
+    if isinstance(raw, dict) and len(raw) == 1:
+        ((kind, value),) = raw.items()
+        if kind == "as_none":
+            return None
+        if kind in ("as_int", "as_bool", "as_string") and isinstance(value, (int, str)):
+            return value
+        if kind == "as_float" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if kind == "as_float" and value in ("Infinity", "-Infinity", "NaN"):
+            return float(value.replace("Infinity", "inf"))
+    return _meta_text(raw)
+
+
 def _literal_text(kind: str, value: Any) -> str:
     return "None" if kind == "as_none" else repr(value)
 
@@ -537,6 +571,31 @@ def _ranges(raw: Any, where: str) -> dict[str, Range]:
         lo, hi = r.get("min_val"), r.get("max_val")
         out[str(sym)] = Range(lo if isinstance(lo, int) else None, hi if isinstance(hi, int) else None)
     return out
+
+
+_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+
+
+def _used_ranges(ranges: dict[str, Range], graph: Graph) -> dict[str, Range]:
+    """The range constraints torch keeps on load: those of symbols some shape
+    or symbolic value of the program mentions (torch <= 2.6 also wrote ranges
+    of unbacked symbols that no node kept; torch's deserializer drops them,
+    logging "Symbol u1 did not appear in the graph that was deserialized")."""
+    if not ranges:
+        return ranges
+    texts: set[str] = set()
+    for g in graph.walk():
+        for meta in g.tensor_values.values():
+            for dims in (meta.sizes, meta.strides):
+                texts.update(d for d in dims if isinstance(d, str))
+            if isinstance(meta.storage_offset, str):
+                texts.add(meta.storage_offset)
+        for values in (g.sym_int_values, g.sym_bool_values, g.sym_float_values):
+            texts.update(v for v in values.values() if isinstance(v, str))
+    used: set[str] = set()
+    for text in texts:
+        used.update(_SYMBOL.findall(text))
+    return {k: v for k, v in ranges.items() if k in used}
 
 
 def _value_names(kind: str, value: Any) -> Iterator[str]:

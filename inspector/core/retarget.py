@@ -111,6 +111,7 @@ def retarget(source: str | os.PathLike[str], output: str | os.PathLike[str], dev
                 f"{src.name} uses the old torch.export layout (serialized_state_dict.pt): its "
                 "weights are a pickle whose devices cannot be rewritten without unpickling; "
                 "load and re-save it with torch.export.save first")
+        _refuse_compiled(archive, src, target)
         names = _check_programs(archive, programs)
         progress(0.0)
         replacements, changes = _rewrite_json(archive, names, target)
@@ -143,6 +144,24 @@ def _check_output(src: Path, out: Path) -> Path:
         raise RetargetError(f"output {str(out)!r} is the input archive: retarget never "
                             "overwrites its input; choose another output name")
     return out
+
+
+def _refuse_compiled(archive: Archive, src: Path, target: Device) -> None:
+    """An AOTInductor package runs its compiled code, not its JSON: rewriting
+    the recorded devices would leave the .so built for the old device, and a
+    package whose program and compiled model disagree."""
+    from inspector.core.aoti import compiled_models
+
+    models = compiled_models(archive)
+    if not models:
+        return
+    built = "; ".join(f"model {m.name} built for {m.target}" for m in models)
+    program = ("; its program can be retargeted once saved alone with torch.export.save"
+               if archive.program_names else "")
+    raise RetargetError(
+        f"cannot retarget {src.name} (an AOTInductor package: its compiled code, {built}, "
+        f"cannot be rewritten for {target}; compile it again for {target} with "
+        f"torch._inductor.aoti_compile_and_package{program})")
 
 
 def _check_programs(archive: Archive, programs: Sequence[str] | None) -> list[str]:

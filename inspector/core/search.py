@@ -145,6 +145,16 @@ class SearchIndex:
             trace = meta.get("stack_trace")
             if trace:
                 _add(by_trace, trace, line)
+        # values FX prints under another name (an input `input` is printed
+        # `input_1`): both names find the line that defines the value
+        listing = self.listing
+        for (gname, shown), file_name in listing.file_names.items():
+            line = listing.aliases.get((gname, file_name), listing.definitions.get((gname, file_name)))
+            if line is None:
+                continue
+            for key in (shown, file_name):
+                if line not in name.get(key, ()):
+                    _add(name, key, line)
         module = keys["module"]
         for stack, lines in by_stack.items():
             entries = parse_module_stack(stack)

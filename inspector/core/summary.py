@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from inspector.core.aoti import CompiledModel, compiled_models, describe_file, kernels
 from inspector.core.archive import Archive
-from inspector.core.program import Graph, Program
+from inspector.core.program import Graph, InputSpec, Program
 
 
 def format_size(nbytes: float) -> str:
@@ -29,6 +30,14 @@ def value_type(graph: Graph, name: str) -> str:
     return ""
 
 
+def _input(graph: Graph, spec: InputSpec) -> dict[str, Any]:
+    if spec.constant:
+        value = spec.value
+        return {"name": spec.name, "type": type(value).__name__ if value is not None else "None",
+                "constant": True, "value": value}
+    return {"name": spec.name, "type": value_type(graph, spec.name), "constant": False}
+
+
 def program_summary(program: Program) -> dict[str, Any]:
     graph = program.graph
     kinds: dict[str, int] = {}
@@ -40,7 +49,9 @@ def program_summary(program: Program) -> dict[str, Any]:
         "torch_version": program.torch_version,
         "nodes": program.node_count,
         "graphs": sum(1 for _ in program.graphs()),
-        "inputs": [{"name": s.name, "type": value_type(graph, s.name)} for s in program.user_inputs()],
+        "inputs": [_input(graph, s) for s in program.forward_inputs()],
+        # as torch's graph_signature.user_inputs: names, and the values of constants
+        "user_inputs": [s.value if s.constant else s.name for s in program.forward_inputs()],
         "outputs": [{"name": s.name, "type": value_type(graph, s.name)} for s in program.user_outputs()],
         "input_kinds": kinds,
         "range_constraints": {sym: {"min": r.min, "max": r.max}
@@ -48,6 +59,17 @@ def program_summary(program: Program) -> dict[str, Any]:
         "verifiers": program.verifiers,
         "opset_version": program.opset_version,
     }
+
+
+def compiled_model_summary(archive: Archive, model: CompiledModel) -> dict[str, Any]:
+    """An AOTInductor compiled model: what it was built for, its files, its kernels."""
+    out = model.as_dict()
+    out["target"] = model.target
+    for entry, rec in zip(out["files"], model.files):
+        entry["what"] = describe_file(rec)
+    out["program"] = model.name if model.name in archive.program_names else None
+    out["kernels"] = [k.as_dict() for k in kernels(archive, model)]
+    return out
 
 
 def archive_summary(archive: Archive) -> dict[str, Any]:
@@ -58,5 +80,6 @@ def archive_summary(archive: Archive) -> dict[str, Any]:
         "byteorder": archive.byteorder,
         "size": archive.path.stat().st_size,
         "programs": [program_summary(p) for p in archive.programs()],
+        "compiled_models": [compiled_model_summary(archive, m) for m in compiled_models(archive)],
         "records": [r.as_dict() for r in archive.records],
     }

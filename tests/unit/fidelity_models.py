@@ -437,6 +437,55 @@ def custom_builders() -> Iterator[tuple[str, str, Builder]]:
         return {"multi_output": multi_out_dynamic(), "nested_cond": nested_cond(),
                 "state": state()}
     yield "multi/three_programs", "multi", two_programs
+    yield from builtin_name_builders()
+
+
+def builtin_name_builders() -> Iterator[tuple[str, str, Builder]]:
+    """Inputs named after Python builtins: FX's code generator prints the
+    placeholder `input` as `input_1` (and binds `input_1 = input`), so every
+    nn.Sequential export (its forward's argument is `input`) meets it."""
+    import torch
+    from torch.export import Dim, export
+
+    nn = torch.nn
+
+    def sequential() -> Any:
+        model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+        return export(model, (torch.randn(3, 4),), dynamic_shapes=({0: Dim("batch")},))
+    yield "builtins/sequential", "builtins", sequential
+
+    class Builtins(nn.Module):
+        def forward(self, input: torch.Tensor, id: torch.Tensor, type: torch.Tensor,  # noqa: A002
+                    sum: torch.Tensor, max: torch.Tensor, input_1: torch.Tensor) -> Any:  # noqa: A002
+            # input_1 is taken by the renamed `input`: FX prints it input_2
+            a = input + id * type
+            b = torch.cat([sum, max], 0).relu()
+            return a, b, input_1.sum(), input
+
+    def builtins() -> Any:
+        t = torch.randn
+        return export(Builtins(), (t(2, 3), t(2, 3), t(2, 3), t(1, 3), t(1, 3), t(2)))
+    yield "builtins/many_builtins", "builtins", builtins
+
+    class InCond(nn.Module):
+        def forward(self, input: torch.Tensor, sum: torch.Tensor) -> Any:  # noqa: A002
+            def true_fn(input: torch.Tensor, sum: torch.Tensor) -> Any:  # noqa: A002
+                return (input + sum).cos()
+
+            def false_fn(input: torch.Tensor, sum: torch.Tensor) -> Any:  # noqa: A002
+                return input.sin() - sum
+
+            return torch.cond(input.sum() > 0, true_fn, false_fn, (input, sum))
+
+    def in_cond() -> Any:
+        return export(InCond(), (torch.randn(3), torch.randn(3)))
+    yield "builtins/in_cond", "builtins", in_cond
+
+    class Chunked(nn.Module):
+        def forward(self, input: torch.Tensor) -> Any:  # noqa: A002
+            first, second = input.chunk(2, dim=0)  # getitem nodes over a renamed input
+            return nn.functional.layer_norm(input, [4]), first * second
+    yield "builtins/multi_output", "builtins", lambda: export(Chunked(), (torch.randn(4, 4),))
 
 
 _OPS: list[Any] = []

@@ -173,6 +173,45 @@ def test_literal_example_size(root: Path) -> None:
     assert "zeros" in literal[0].message
 
 
+def test_window_partition_coincidence(root: Path) -> None:
+    """torchvision's swin_t, in small: the shifted-window attention mask (static
+    14 x 14, padded) is viewed as [14 // 7, 7, 14 // 7, 7] while the dynamic
+    batch's example is 2. One finding for the view (not one per 2), and info:
+    it only reshapes a static tensor. A zeros(2, ...) beside it is a warning."""
+    path = root / "window.pt2"
+    if not path.exists():
+        import torch
+
+        class Windows(torch.nn.Module):
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                b, h, w, c = x.shape  # [s77, 14, 14, 8]
+                windows = x.view(b, h // 7, 7, w // 7, 7, c).permute(0, 1, 3, 2, 4, 5)
+                mask = x.new_zeros((h, w))
+                mask[7:, :] = 1.0
+                mask = mask.view(h // 7, 7, w // 7, 7).permute(0, 2, 1, 3).reshape(4, 49)
+                extra = torch.zeros(2, 8)  # a captured batch-sized constant: suspicious
+                return windows.sum() + mask.sum() + extra.sum()
+
+        ep = torch.export.export(Windows(), (torch.randn(2, 14, 14, 8),),
+                                 dynamic_shapes=({0: torch.export.Dim("batch")},))
+        torch.export.save(ep, str(path))
+    with open_archive(path) as archive:
+        program = archive.program("model")
+        listing = render_listing(program)
+        findings = audit.audit_archive(archive, listings={"model": listing})
+    literal = [f for f in findings if f.rule == audit.SPECIALIZED_DIM and f.node
+               and "example size" in f.message]
+    by_node = {f.node: f for f in literal}
+    assert len(by_node) == len(literal), "a node is reported once"
+    views = [f for f in literal if f.message.startswith("view has size containing 2")]
+    assert len(views) == 1 and views[0].severity == audit.INFO
+    assert "coincidence" in views[0].message
+    node = next(n for n in program.all_nodes() if n.name == views[0].node)
+    assert [v for inp in node.inputs if inp.name == "size" for v in inp.arg.value].count(2) == 2
+    zeros = [f for f in literal if f.message.startswith("zeros has size")]
+    assert len(zeros) == 1 and zeros[0].severity == audit.WARNING
+
+
 def test_hand_made_findings_on_a_program(devices_pt2: Path) -> None:
     """Custom op namespaces, newer schema, fixed ranges: edited copies of real JSON."""
     from inspector.core.program import parse_program

@@ -23,7 +23,7 @@ import pytest
 from fidelity_cases import (STRICT_EXPORTDB, Archive, Comparison, Skip, build_corpus, compare,
                             table, torch_texts)
 
-GROUPS = ["exportdb", "hf", "cond", "multi", "decomp", "ops", "legacy"]
+GROUPS = ["exportdb", "hf", "cond", "multi", "decomp", "ops", "legacy", "builtins"]
 THRESHOLD = 0.99
 # The cases torch itself cannot round-trip here (torch 2.13), by name and stage.
 # A new one is a failure to look at, not a quiet skip; one that starts working
@@ -150,13 +150,19 @@ def test_line_maps_agree_with_text(fidelity: Corpus) -> None:
                     text = listing.lines[line].strip()
                     outs = node.output_names()
                     shown = re.split(r"[:\s]", text, maxsplit=1)[0]
+                    gname = node.graph.name
                     if node.name_in_file:
-                        # a node without outputs is renamed `<op>_unused[_N]` by torch
-                        assert shown in (node.name, *outs[:1]) or \
-                            re.search(r"_unused(_\d+)?$", shown), where
+                        # a node without outputs is renamed `<op>_unused[_N]` by torch;
+                        # FX prints some names under another (`sum_2` where an input
+                        # named `sum` is printed `sum_1`)
+                        printed = [listing.printed_name(gname, n) for n in (node.name, *outs[:1])]
+                        assert shown in printed or re.search(r"_unused(_\d+)?$", shown), where
                     for name in outs:
-                        defined = listing.definitions[(node.graph.name, name)]
-                        assert listing.lines[defined].strip().startswith(name), where
+                        defined = listing.definitions[(gname, name)]
+                        assert listing.lines[defined].strip().startswith(
+                            listing.printed_name(gname, name)), where
+                        assert listing.value_name(gname, listing.printed_name(gname, name)) \
+                            == name, where
                         assert listing.line_nodes[defined] is node, where
                     seen += 1
     assert seen > (1500 if not os.environ.get("FIDELITY_ONLY") else 0)
