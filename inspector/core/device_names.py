@@ -28,7 +28,7 @@ def parse_device(text: str) -> Device:
     """`cuda:1` -> Device('cuda', 1); raise DeviceNameError on anything torch refuses."""
     raw = text
     text = text.strip().lower()
-    m = _DEVICE.match(text)
+    m = _DEVICE.fullmatch(text)
     if not m:
         raise DeviceNameError(
             f"device {raw!r} is not a device name (expected TYPE or TYPE:INDEX, "
