@@ -58,8 +58,10 @@ MAX_SMALL_RECORD_BYTES = 4096
 MAX_JSON_DEPTH = 1024
 # Highest archive_version this inspector understands (torch 2.13 writes 0).
 SUPPORTED_ARCHIVE_VERSION = 0
-# Record names longer than this are not produced by torch and only hide tricks.
-MAX_NAME_LENGTH = 1024
+# Entry names longer than this (in UTF-8 bytes) are not produced by torch and only
+# hide tricks: torch's zip reader lists names through a 512-byte buffer, so it cuts
+# longer ones to 511 bytes and would list (and load by) another name than ours.
+MAX_NAME_LENGTH = 511
 
 # Record kinds (stable strings: they appear in `info --json`).
 PROGRAM = "program"
@@ -395,9 +397,10 @@ def _describe(path: Path, zf: zipfile.ZipFile) -> Archive:
 
 
 def _check_name(path: Path, name: str) -> None:
-    if len(name) > MAX_NAME_LENGTH:
-        raise ArchiveError(f"{path.name} has an entry name of {len(name)} characters "
-                           f"(limit {MAX_NAME_LENGTH})")
+    size = len(name.encode("utf-8", "surrogatepass"))
+    if size > MAX_NAME_LENGTH:
+        raise ArchiveError(f"{path.name} has an entry name of {size:,} bytes, over the limit "
+                           f"of {MAX_NAME_LENGTH} bytes (torch's zip reader cuts longer names)")
     norm = name.replace("\\", "/")
     if (norm.startswith("/") or (len(norm) > 1 and norm[1] == ":")
             or ".." in norm.split("/") or "\x00" in norm):
