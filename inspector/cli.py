@@ -9,6 +9,7 @@ dispatches and turns user errors into the one-line contract:
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import traceback
 from collections.abc import Sequence
@@ -74,6 +75,28 @@ class _SafeStream:
         return getattr(self._stream, name)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (a closed terminal, `kill`): unwound like Ctrl+C, so the
+    `finally` blocks that remove partial files run (by default both signals end
+    the process on the spot)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated(signum)
+
+
+def _handle_termination() -> None:
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        # keep a signal the caller chose to ignore (nohup) ignored
+        if sig is not None and signal.getsignal(sig) is signal.SIG_DFL:
+            signal.signal(sig, _terminate)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     by_name = {c.NAME: c for c in COMMANDS}
@@ -90,6 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         table = _TEXT_ESCAPES
     stdout = sys.stdout
     sys.stdout = _SafeStream(stdout, table)  # type: ignore[assignment]
+    _handle_termination()
     try:
         return runner(args)
     except InspectorError as exc:
@@ -97,6 +121,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         sys.stderr.write(f"error: {str(exc).translate(_TEXT_ESCAPES)}\n")
         return EXIT_USAGE
+    except Terminated as exc:
+        sys.stderr.write(f"error: terminated ({exc}); nothing was written\n")
+        return 128 + exc.signum
     except KeyboardInterrupt:
         sys.stderr.write("error: interrupted (Ctrl+C); nothing was written\n")
         return 130
