@@ -150,6 +150,7 @@ def build(spec: RunSpec, torch: Any, device: Any, emit: Emitter) -> Generator:
         # Checked before the (slow) load: the programs' guards would refuse it anyway.
         raise RunError(f"batch {spec.batch} is outside the archive's batch range "
                        f"{batch_range[0]}:{batch_range[1]} (export again with a wider --batch)")
+    _check_memory(spec, torch, device, info, seq_max)
 
     if spec.mode == "export":
         emit.progress("load programs", 0.1)
@@ -256,6 +257,21 @@ def greedy(gen: Generator, torch: Any, pixels: Any, max_tokens: int, timer: Time
     if timer and timer.cuda:
         total_ms = enc_ms + sum(steps)
     return ids[:, 1:], enc_ms, steps, total_ms
+
+
+def _check_memory(spec: RunSpec, torch: Any, device: Any, info: dict[str, Any],
+                  seq_max: int | None) -> None:
+    """Refuse, before loading anything, a run whose estimated peak exceeds what the
+    device has (jobs/memory.py): it would grow for minutes and then fail."""
+    from pathlib import Path
+
+    from inspector.jobs import memory
+
+    tokens = min(spec.max_tokens, seq_max) if seq_max else spec.max_tokens
+    have, what = memory.available_bytes(torch, device)
+    memory.check_run_memory(memory.Dims.from_toy_config(info.get("toy_config")), spec.batch,
+                            tokens, Path(spec.file).stat().st_size, spec.precision == "bf16",
+                            have, what, str(device))
 
 
 def run(spec: RunSpec, emit: Emitter) -> dict[str, Any]:
