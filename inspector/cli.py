@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from inspector import __version__
 from inspector.commands import COMMANDS
 from inspector.core.errors import InspectorError
+from inspector.core.text import ESCAPES, JSON_ESCAPES
 
 EXIT_USAGE = 2
 
@@ -52,14 +53,12 @@ def _command_parser(command) -> argparse.ArgumentParser:
     return parser
 
 
-# Terminal control characters other than newline and tab. Names, paths and
-# stack traces come from the file: printed raw, an escape sequence could
-# retitle the terminal or (OSC 52) write the clipboard.
-_CONTROLS = [c for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c not in (0x09, 0x0A)]
-# Text output shows them as visible escapes; JSON output as \u escapes, which
-# keep the data identical (they can only occur inside JSON strings there).
-_TEXT_ESCAPES = {c: f"\\x{c:02x}" for c in _CONTROLS}
-_JSON_ESCAPES = {c: f"\\u{c:04x}" for c in _CONTROLS}
+# What a file says is printed with terminal controls, bidi controls and
+# invisible characters escaped (inspector/core/text.py says why): text output
+# shows visible escapes; JSON output \u escapes, which keep the data identical
+# (they can only occur inside JSON strings there).
+_TEXT_ESCAPES = ESCAPES
+_JSON_ESCAPES = JSON_ESCAPES
 
 
 class _SafeStream:

@@ -17,7 +17,8 @@ DEVICE_TYPES = (
     "cpu", "cuda", "mps", "meta", "xpu", "hip", "hpu", "xla", "mtia", "maia", "ipu",
     "lazy", "vulkan", "ve", "fpga", "privateuseone", "mkldnn", "opengl", "opencl", "ideep",
 )
-_DEVICE = re.compile(r"^([a-z_]+)(?::(\d{1,6}))?$")
+# fullmatch, ASCII digits: `$` would accept "cpu\n", `\d` Arabic-Indic digits.
+_DEVICE = re.compile(r"([a-z_]+)(?::([0-9]{1,6}))?")
 
 
 class DeviceNameError(InspectorError):
@@ -27,7 +28,7 @@ class DeviceNameError(InspectorError):
 def parse_device(text: str) -> Device:
     """`cuda:1` -> Device('cuda', 1); raise DeviceNameError on anything torch refuses."""
     raw = text
-    text = text.strip().lower()
+    text = text.lower()  # no strip: "cpu\n" is a typo to point out, not a device
     m = _DEVICE.fullmatch(text)
     if not m:
         raise DeviceNameError(

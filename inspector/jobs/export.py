@@ -312,5 +312,13 @@ def _disk_reason(exc: BaseException, out: Path) -> str:
         free = None
     if free is not None and free < 64 << 20:
         return f"no space left on the device: {free / 1e6:.1f} MB free"
-    first = (text.strip().splitlines() or [""])[0]
-    return first[:200] or type(exc).__name__
+    try:
+        import resource
+
+        fsize = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        if fsize != resource.RLIM_INFINITY:
+            return f"the write failed: files are limited to {fsize:,} bytes here (ulimit -f)"
+    except (ImportError, OSError, ValueError):
+        pass
+    first = (text.strip().splitlines() or [""])[0][:200] or type(exc).__name__
+    return f"the write failed, the disk may be full; torch says: {first}"

@@ -20,7 +20,7 @@ from inspector.core.errors import InspectorError
 PRESETS = ("tiny", "seed")  # keep in step with toy.PRESETS (toy imports torch)
 SEQ_LEN_LIMIT = 256  # the toy decoder's max_length / position embeddings
 BATCH_LIMIT = 1 << 20  # only to refuse nonsense early
-_DEVICE_RE = re.compile(r"^(cpu|mps|cuda(:\d{1,2})?)$")
+_DEVICE_RE = re.compile(r"cpu|mps|cuda(:[0-9]{1,2})?")  # fullmatch: "$" accepts "cpu\n"
 
 
 class ExportSpecError(InspectorError):

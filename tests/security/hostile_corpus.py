@@ -940,6 +940,31 @@ def _(base, marker, work):
     return base.with_program(doc, compress=zipfile.ZIP_DEFLATED)
 
 
+@case("json-huge-line-numbers", "json", OK)
+def _(base, marker, work):
+    # int() of 5,000 digits raises (Python's digit limit); 2**64 overflows Qt's int.
+    doc = base.json()
+    for i, node in enumerate(_walk_program(doc)["nodes"]):
+        line = ["9" * 5000, str(2**64), str(2**31), "0" * 3000 + "7"][i % 4]
+        node["metadata"]["stack_trace"] = (f'File "/home/u/model.py", line {line}, in forward\n'
+                                           f"    y = self.lin(x)")
+    return base.with_program(doc)
+
+
+@case("text-bidi-and-invisible", "json", OK)
+def _(base, marker, work):
+    # Trojan-Source spoofing: bidi overrides and zero-width characters in names,
+    # traces and module paths; the terminal and the window must show them marked.
+    doc = base.json()
+    sneaky = "\u202e\u2066\u200b\u200d\ufeff\u061c\u2069\u202c"
+    for node in _walk_program(doc)["nodes"]:
+        node["metadata"]["stack_trace"] = (f'File "/home/u/m{sneaky}.py", line 3, in f\n'
+                                           f"    return x  {sneaky}# admin only")
+        node["metadata"]["nn_module_stack"] = f"L__self__,lin{sneaky},torch.nn.Linear"
+    doc["torch_version"] = f"2.13{sneaky}"
+    return base.with_program(doc, add=[(f"models/evil{sneaky}.json", orjson.dumps(doc))])
+
+
 @case("json-in-string-deep", "json", EITHER)
 def _(base, marker, work):
     # Strings the reader parses again as JSON (custom metadata, pytree specs).
