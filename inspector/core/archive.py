@@ -158,6 +158,11 @@ class Archive:
     def has(self, rel: str) -> bool:
         return self._entry(rel) is not None
 
+    def entry_name(self, rel: str) -> str:
+        """The zip entry's name as stored (its case may differ from `rel`'s)."""
+        info = self._entry(rel)
+        return info.filename if info is not None else self.top + rel
+
     def read_bytes(self, rel: str, limit: int) -> bytes:
         """Read one record through a bounded stream: at most `limit` bytes are
         decompressed, whatever the zip header claims."""

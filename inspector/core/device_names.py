@@ -28,7 +28,9 @@ class DeviceNameError(InspectorError):
 def parse_device(text: str) -> Device:
     """`cuda:1` -> Device('cuda', 1); raise DeviceNameError on anything torch refuses."""
     raw = text
-    text = text.lower()  # no strip: "cpu\n" is a typo to point out, not a device
+    # Spaces around are a typo we forgive; a newline or other control is refused
+    # ("cpu\n" would otherwise carry into torch and split its error over two lines).
+    text = text.strip(" ").lower()
     m = _DEVICE.fullmatch(text)
     if not m:
         raise DeviceNameError(

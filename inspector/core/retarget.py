@@ -192,7 +192,7 @@ def _rewrite_json(archive: Archive, names: list[str], target: Device
         change.tensor_meta = counts["device"]
         change.unchanged = counts["unchanged"]
         change.from_devices = dict(olds)
-        replacements[archive.top + rel] = _dump(doc, rel)
+        replacements[archive.entry_name(rel)] = _dump(doc, rel)
         for which in ("weights", "constants"):
             crel = f"data/{which}/{name}_{which}_config.json"
             if archive.record(crel) is None:
@@ -201,7 +201,7 @@ def _rewrite_json(archive: Archive, names: list[str], target: Device
             ccounts, _ = rewrite_devices(cdoc, new_value)
             change.payloads += ccounts["device"] + ccounts["as_device"]
             change.unchanged += ccounts["unchanged"]
-            replacements[archive.top + crel] = _dump(cdoc, crel)
+            replacements[archive.entry_name(crel)] = _dump(cdoc, crel)
         changes.append(change)
     return replacements, changes
 
