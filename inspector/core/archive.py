@@ -131,6 +131,7 @@ class Archive:
     # case-insensitively, so we look them up the same way (and refuse archives in
     # which two names fold alike: _check_names).
     _by_folded: dict[str, zipfile.ZipInfo] = field(default_factory=dict, repr=False)
+    _records_by_folded: dict[str, Record] = field(default_factory=dict, repr=False)
     _programs: dict[str, Program] = field(default_factory=dict, repr=False)
     _program_values: dict[str, int] = field(default_factory=dict, repr=False)  # MAX_JSON_VALUES
 
@@ -147,10 +148,9 @@ class Archive:
     # -- reading --
     def record(self, rel: str) -> Record | None:
         key = fold_name(rel)
-        for rec in self.records:
-            if fold_name(rec.path) == key:
-                return rec
-        return None
+        if len(self._records_by_folded) != len(self.records):
+            self._records_by_folded = {fold_name(r.path): r for r in self.records}
+        return self._records_by_folded.get(key)
 
     def _entry(self, rel: str) -> zipfile.ZipInfo | None:
         return self._by_folded.get(fold_name(self.top + rel))
@@ -347,10 +347,11 @@ def _check_start(path: Path, zf: zipfile.ZipFile, end: list[Any]) -> None:
 def fold_name(name: str) -> str:
     """A name as torch's zip reader (miniz) compares it: ASCII letters folded,
     every other character kept (miniz lowers bytes with an ASCII tolower)."""
-    return name.translate(_ASCII_FOLD)
+    if name.isascii():
+        return name.lower()  # the same as ASCII folding, and fast
+    return name.encode("utf-8", "surrogatepass").lower().decode("utf-8", "surrogatepass")
 
 
-_ASCII_FOLD = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
 # External attributes that mark a directory: MS-DOS FILE_ATTRIBUTE_DIRECTORY in
 # the low byte, S_IFDIR in the Unix mode of the high 16 bits. miniz honours the
 # DOS bit and then extracts no data at all (the caller gets whatever was in its
@@ -378,7 +379,8 @@ def _describe(path: Path, zf: zipfile.ZipFile) -> Archive:
     archive = Archive(path=path, top=top, layout=layout, archive_version=None,
                       byteorder=None, records=[], program_names=[], _zip=zf,
                       _by_folded=by_folded)
-    folded = {fold_name(r) for r in rels}
+    folded_rels = [fold_name(r) for r in rels]
+    folded = set(folded_rels)
     if layout == "pt2":
         fmt = archive.read_text("archive_format").strip()
         if fmt != "pt2":
@@ -387,8 +389,8 @@ def _describe(path: Path, zf: zipfile.ZipFile) -> Archive:
         if "byteorder" in folded:
             archive.byteorder = archive.read_text("byteorder").strip()[:16]
         archive.program_names = sorted(
-            r[len("models/"):-len(".json")] for r in rels
-            if fold_name(r).startswith("models/") and fold_name(r).endswith(".json")
+            r[len("models/"):-len(".json")] for r, low in zip(rels, folded_rels)
+            if low.startswith("models/") and low.endswith(".json")
             and r.count("/") == 1 and len(r) > len("models/.json")
         )
         if not archive.program_names:
@@ -397,7 +399,8 @@ def _describe(path: Path, zf: zipfile.ZipFile) -> Archive:
         archive.program_names = ["model"]
 
     pickled = _pickled_payloads(archive, folded)
-    archive.records = [_classify(i.filename[len(top):], i, pickled) for i in files]
+    archive.records = [_classify(rel, low, i, pickled)
+                       for rel, low, i in zip(rels, folded_rels, files)]
     return archive
 
 
@@ -519,14 +522,13 @@ def _pickled_payloads(archive: Archive, folded: set[str]) -> dict[str, str]:
     return pickled
 
 
-def _classify(rel: str, info: zipfile.ZipInfo, pickled: dict[str, str]) -> Record:
+def _classify(rel: str, low: str, info: zipfile.ZipInfo, pickled: dict[str, str]) -> Record:
     """What torch would do with the record. Compared case-insensitively: torch's
     reader finds `opaque_obj_0` stored as `OPAQUE_OBJ_0`."""
     def rec(kind: str, risk: bool = False, why: str = "") -> Record:
         return Record(rel, info.file_size, info.compress_size, kind, risk, why)
 
-    low = fold_name(rel)
-    base = posixpath.basename(low)
+    base = posixpath.basename(low)  # low: fold_name(rel)
     if low in _ARCHIVE_META_NAMES:
         return rec(ARCHIVE_META)
     if low.startswith("models/") and low.endswith(".json") or low == _LEGACY_PROGRAM:
