@@ -9,6 +9,7 @@ dispatches and turns user errors into the one-line contract:
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import traceback
 from collections.abc import Sequence
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 from inspector import __version__
 from inspector.commands import COMMANDS
 from inspector.core.errors import InspectorError
+from inspector.core.text import ESCAPES, JSON_ESCAPES
 
 EXIT_USAGE = 2
 
@@ -51,14 +53,12 @@ def _command_parser(command) -> argparse.ArgumentParser:
     return parser
 
 
-# Terminal control characters other than newline and tab. Names, paths and
-# stack traces come from the file: printed raw, an escape sequence could
-# retitle the terminal or (OSC 52) write the clipboard.
-_CONTROLS = [c for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c not in (0x09, 0x0A)]
-# Text output shows them as visible escapes; JSON output as \u escapes, which
-# keep the data identical (they can only occur inside JSON strings there).
-_TEXT_ESCAPES = {c: f"\\x{c:02x}" for c in _CONTROLS}
-_JSON_ESCAPES = {c: f"\\u{c:04x}" for c in _CONTROLS}
+# What a file says is printed with terminal controls, bidi controls and
+# invisible characters escaped (inspector/core/text.py says why): text output
+# shows visible escapes; JSON output \u escapes, which keep the data identical
+# (they can only occur inside JSON strings there).
+_TEXT_ESCAPES = ESCAPES
+_JSON_ESCAPES = JSON_ESCAPES
 
 
 class _SafeStream:
@@ -72,6 +72,28 @@ class _SafeStream:
 
     def __getattr__(self, name: str):
         return getattr(self._stream, name)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (a closed terminal, `kill`): unwound like Ctrl+C, so the
+    `finally` blocks that remove partial files run (by default both signals end
+    the process on the spot)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated(signum)
+
+
+def _handle_termination() -> None:
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        # keep a signal the caller chose to ignore (nohup) ignored
+        if sig is not None and signal.getsignal(sig) is signal.SIG_DFL:
+            signal.signal(sig, _terminate)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -90,6 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         table = _TEXT_ESCAPES
     stdout = sys.stdout
     sys.stdout = _SafeStream(stdout, table)  # type: ignore[assignment]
+    _handle_termination()
     try:
         return runner(args)
     except InspectorError as exc:
@@ -97,6 +120,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         sys.stderr.write(f"error: {str(exc).translate(_TEXT_ESCAPES)}\n")
         return EXIT_USAGE
+    except Terminated as exc:
+        sys.stderr.write(f"error: terminated ({exc}); nothing was written\n")
+        return 128 + exc.signum
     except KeyboardInterrupt:
         sys.stderr.write("error: interrupted (Ctrl+C); nothing was written\n")
         return 130

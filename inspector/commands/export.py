@@ -42,12 +42,11 @@ def run(args: argparse.Namespace) -> int:
     started: list[Job] = []
     try:
         result = run_job("export", argv, on_event=event_printer(bar), on_start=started.append)
-    except KeyboardInterrupt:
-        if started:  # run_job already stopped the child; remove what it staged
-            cleanup_partial(args.output, started[0].pid)
-        raise
     finally:
         bar.close()
+        if started:  # the child has ended (run_job waits): remove what it staged,
+            # whether it finished, failed, was cancelled or was SIGKILLed mid-save
+            cleanup_partial(args.output, started[0].pid)
     if args.json:
         write_json(result)
     else:

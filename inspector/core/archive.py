@@ -60,8 +60,10 @@ MAX_SMALL_RECORD_BYTES = 4096
 MAX_JSON_DEPTH = 1024
 # Highest archive_version this inspector understands (torch 2.13 writes 0).
 SUPPORTED_ARCHIVE_VERSION = 0
-# Record names longer than this are not produced by torch and only hide tricks.
-MAX_NAME_LENGTH = 1024
+# Entry names longer than this (in UTF-8 bytes) are not produced by torch and only
+# hide tricks: torch's zip reader lists names through a 512-byte buffer, so it cuts
+# longer ones to 511 bytes and would list (and load by) another name than ours.
+MAX_NAME_LENGTH = 511
 
 # Record kinds (stable strings: they appear in `info --json`).
 PROGRAM = "program"
@@ -96,6 +98,10 @@ _LIBRARY_SUFFIXES = (".so", ".dll", ".dylib", ".pyd")
 _AOTI_DIR = "data/aotinductor/"
 # GPU code objects the AOTInductor runtime loads onto the device
 _GPU_BINARY_SUFFIXES = (".cubin", ".fatbin", ".hsaco", ".spv", ".ptx")
+# Constant records torch deserialises by name prefix, whatever the config says
+# (torch.export.pt2_archive._package: CUSTOM_OBJ_FILENAME_PREFIX, OPAQUE_OBJ_...).
+TORCHBIND_PREFIX = "custom_obj_"
+OPAQUE_PREFIX = "opaque_obj_"
 
 
 @dataclass(frozen=True)
@@ -126,6 +132,11 @@ class Archive:
     records: list[Record]
     program_names: list[str]
     _zip: zipfile.ZipFile = field(repr=False)
+    # fold_name(full entry name) -> entry: torch's zip reader (miniz) finds names
+    # case-insensitively, so we look them up the same way (and refuse archives in
+    # which two names fold alike: _check_names).
+    _by_folded: dict[str, zipfile.ZipInfo] = field(default_factory=dict, repr=False)
+    _records_by_folded: dict[str, Record] = field(default_factory=dict, repr=False)
     _programs: dict[str, Program] = field(default_factory=dict, repr=False)
     _program_values: dict[str, int] = field(default_factory=dict, repr=False)  # MAX_JSON_VALUES
     # The window's tasks and the audit read programs from several threads: one parse
@@ -144,25 +155,29 @@ class Archive:
 
     # -- reading --
     def record(self, rel: str) -> Record | None:
-        for rec in self.records:
-            if rec.path == rel:
-                return rec
-        return None
+        key = fold_name(rel)
+        if len(self._records_by_folded) != len(self.records):
+            self._records_by_folded = {fold_name(r.path): r for r in self.records}
+        return self._records_by_folded.get(key)
+
+    def _entry(self, rel: str) -> zipfile.ZipInfo | None:
+        return self._by_folded.get(fold_name(self.top + rel))
 
     def has(self, rel: str) -> bool:
-        try:
-            self._zip.getinfo(self.top + rel)
-        except KeyError:
-            return False
-        return True
+        return self._entry(rel) is not None
+
+    def entry_name(self, rel: str) -> str:
+        """The zip entry's name as stored (its case may differ from `rel`'s)."""
+        info = self._entry(rel)
+        return info.filename if info is not None else self.top + rel
 
     def entry(self, rel: str) -> zipfile.ZipInfo:
         """The zip entry of a record, for readers that stream or memory-map it
         (weights.py); everything else reads through read_bytes."""
-        try:
-            return self._zip.getinfo(self.top + rel)
-        except KeyError:
-            raise ArchiveError(f"record {rel} is missing from the archive") from None
+        info = self._entry(rel)
+        if info is None:
+            raise ArchiveError(f"record {rel} is missing from the archive")
+        return info
 
     def open_entry(self, info: zipfile.ZipInfo):
         """A decompressing stream over one entry (zipfile checks its CRC at the end)."""
@@ -171,11 +186,9 @@ class Archive:
     def read_bytes(self, rel: str, limit: int) -> bytes:
         """Read one record through a bounded stream: at most `limit` bytes are
         decompressed, whatever the zip header claims."""
-        name = self.top + rel
-        try:
-            info = self._zip.getinfo(name)
-        except KeyError:
-            raise ArchiveError(f"record {rel} is missing from the archive") from None
+        info = self._entry(rel)
+        if info is None:
+            raise ArchiveError(f"record {rel} is missing from the archive")
         if info.flag_bits & 0x1:
             raise ArchiveError(f"record {rel} is encrypted (encrypted archives are not supported)")
         if info.file_size > limit:
@@ -320,7 +333,7 @@ def open_archive(path: str | Path) -> Archive:
         size = path.stat().st_size
         if size == 0:
             raise ArchiveError(f"{path.name} is empty (0 bytes): not a .pt2 archive")
-        _check_entry_count(path)
+        end = _check_entry_count(path)
         zf = zipfile.ZipFile(path)
     except ArchiveError:
         raise
@@ -329,13 +342,14 @@ def open_archive(path: str | Path) -> Archive:
     except (OSError, EOFError, ValueError, NotImplementedError, zipfile.LargeZipFile) as exc:
         raise ArchiveError(f"{path.name} cannot be read ({_reason(exc)})") from None
     try:
+        _check_start(path, zf, end)
         return _describe(path, zf)
     except BaseException:
         zf.close()
         raise
 
 
-def _check_entry_count(path: Path) -> None:
+def _check_entry_count(path: Path) -> list[Any]:
     """Refuse archives with too many entries *before* zipfile builds an object
     per entry (the end-of-central-directory record states the count)."""
     with path.open("rb") as fp:
@@ -355,6 +369,37 @@ def _check_entry_count(path: Path) -> None:
     if count > MAX_ENTRIES:
         raise ArchiveError(f"{path.name} lists {count:,} entries, over the limit of "
                            f"{MAX_ENTRIES:,} entries per archive")
+    return end
+
+
+def _check_start(path: Path, zf: zipfile.ZipFile, end: list[Any]) -> None:
+    """Refuse bytes before the zip. zipfile then shifts every offset by their
+    length (it tolerates self-extractors); torch's reader (miniz) reads the
+    offsets as written. A file can so hold two central directories of the same
+    size, one that we would vet and one that torch would load."""
+    shift = getattr(zf, "start_dir", end[zipfile._ECD_OFFSET]) - end[zipfile._ECD_OFFSET]
+    if shift:
+        raise ArchiveError(
+            f"{path.name} has {shift:,} bytes before its zip data (the offsets its "
+            "directory states are not where its records are): zip readers disagree on "
+            "which records it holds, so refusing it")
+
+
+def fold_name(name: str) -> str:
+    """A name as torch's zip reader (miniz) compares it: ASCII letters folded,
+    every other character kept (miniz lowers bytes with an ASCII tolower)."""
+    if name.isascii():
+        return name.lower()  # the same as ASCII folding, and fast
+    return name.encode("utf-8", "surrogatepass").lower().decode("utf-8", "surrogatepass")
+
+
+# External attributes that mark a directory: MS-DOS FILE_ATTRIBUTE_DIRECTORY in
+# the low byte, S_IFDIR in the Unix mode of the high 16 bits. miniz honours the
+# DOS bit and then extracts no data at all (the caller gets whatever was in its
+# buffer), while zipfile reads the bytes: the two disagree on the record.
+_DOS_DIRECTORY = 0x10
+_UNIX_TYPE_MASK, _UNIX_DIRECTORY = 0o170000, 0o040000
+_UTF8_FLAG = 0x800
 
 
 def _starts_like_pt2(path: Path) -> bool:
@@ -398,34 +443,33 @@ def _describe(path: Path, zf: zipfile.ZipFile) -> Archive:
     infos = zf.infolist()
     if len(infos) > MAX_ENTRIES:
         raise ArchiveError(f"{path.name} has {len(infos):,} entries, over the limit of {MAX_ENTRIES:,}")
-    names = [i.filename for i in infos]
-    for name in names:
-        _check_name(path, name)
-    seen: set[str] = set()
-    for name in names:
-        if name in seen:
-            raise ArchiveError(f"{path.name} holds two entries named {name!r}: "
-                               "refusing an ambiguous archive")
-        seen.add(name)
+    for info in infos:
+        _check_name(path, info.filename)
+        _check_entry(path, info)
+    by_folded = _check_names(path, infos)
     files = [i for i in infos if not i.is_dir()]
     if not files:
         raise ArchiveError(f"{path.name} is an empty zip: not a .pt2 archive")
 
-    top, layout = _find_top(path, [i.filename for i in files])
+    top = _check_top(path, infos)
+    rels = [i.filename[len(top):] for i in files]
+    layout = _find_layout(path, rels)
     archive = Archive(path=path, top=top, layout=layout, archive_version=None,
-                      byteorder=None, records=[], program_names=[], _zip=zf)
-    rels = [i.filename[len(top):] for i in files if i.filename.startswith(top)]
+                      byteorder=None, records=[], program_names=[], _zip=zf,
+                      _by_folded=by_folded)
+    folded_rels = [fold_name(r) for r in rels]
+    folded = set(folded_rels)
     if layout == "pt2":
         fmt = archive.read_text("archive_format").strip()
         if fmt != "pt2":
             raise ArchiveError(f"{path.name}: archive_format is {fmt[:40]!r}, expected 'pt2'")
-        archive.archive_version = _read_version(archive, rels)
-        if "byteorder" in rels:
+        archive.archive_version = _read_version(archive, folded)
+        if "byteorder" in folded:
             archive.byteorder = archive.read_text("byteorder").strip()[:16]
         archive.program_names = sorted(
-            r[len("models/"):-len(".json")] for r in rels
-            if r.startswith("models/") and r.endswith(".json") and r.count("/") == 1
-            and len(r) > len("models/.json")
+            r[len("models/"):-len(".json")] for r, low in zip(rels, folded_rels)
+            if low.startswith("models/") and low.endswith(".json")
+            and r.count("/") == 1 and len(r) > len("models/.json")
         )
         # An AOTInductor package (aoti_compile_and_package) may hold only
         # compiled models under data/aotinductor/: described, never loaded.
@@ -435,16 +479,17 @@ def _describe(path: Path, zf: zipfile.ZipFile) -> Archive:
     else:
         archive.program_names = ["model"]
 
-    pickled = _pickled_payloads(archive, rels)
-    sizes = {i.filename[len(top):]: i for i in files if i.filename.startswith(top)}
-    archive.records = [_classify(rel, sizes[rel], pickled) for rel in rels]
+    pickled = _pickled_payloads(archive, folded)
+    archive.records = [_classify(rel, low, i, pickled)
+                       for rel, low, i in zip(rels, folded_rels, files)]
     return archive
 
 
 def _check_name(path: Path, name: str) -> None:
-    if len(name) > MAX_NAME_LENGTH:
-        raise ArchiveError(f"{path.name} has an entry name of {len(name)} characters "
-                           f"(limit {MAX_NAME_LENGTH})")
+    size = len(name.encode("utf-8", "surrogatepass"))
+    if size > MAX_NAME_LENGTH:
+        raise ArchiveError(f"{path.name} has an entry name of {size:,} bytes, over the limit "
+                           f"of {MAX_NAME_LENGTH} bytes (torch's zip reader cuts longer names)")
     norm = name.replace("\\", "/")
     if (norm.startswith("/") or (len(norm) > 1 and norm[1] == ":")
             or ".." in norm.split("/") or "\x00" in norm):
@@ -452,14 +497,72 @@ def _check_name(path: Path, name: str) -> None:
                            "refusing it")
 
 
-def _find_top(path: Path, names: list[str]) -> tuple[str, str]:
-    """The single top folder torch writes (the file's stem, or 'archive')."""
-    for name in names:
-        for marker, layout in (("archive_format", "pt2"), (_LEGACY_PROGRAM, "legacy")):
-            if name == marker or name.endswith("/" + marker):
-                top = name[: len(name) - len(marker)]
-                if top.count("/") <= 1:
-                    return top, layout
+def _check_entry(path: Path, info: zipfile.ZipInfo) -> None:
+    """Entry flags on which zipfile and torch's reader (miniz) read differently."""
+    name = info.filename
+    if not name.isascii() and not info.flag_bits & _UTF8_FLAG:
+        # zipfile decodes such a name as cp437, miniz compares its raw (UTF-8) bytes.
+        raise ArchiveError(
+            f"{path.name} has an entry whose non-ASCII name is not marked UTF-8 "
+            f"({name[:120]!r}): zip readers disagree on what it is called, so refusing it")
+    is_dir_attr = bool(info.external_attr & _DOS_DIRECTORY) or (
+        (info.external_attr >> 16) & _UNIX_TYPE_MASK == _UNIX_DIRECTORY)
+    if info.is_dir() != is_dir_attr and not (info.is_dir() and info.file_size == 0):
+        raise ArchiveError(
+            f"{path.name} has an entry marked as a folder that holds data, or a folder "
+            f"name marked as a file ({name[:120]!r}): zip readers disagree on its "
+            "contents, so refusing it")
+    if info.is_dir() and (info.file_size or info.compress_size):
+        raise ArchiveError(
+            f"{path.name} has a folder entry that holds {info.file_size:,} bytes "
+            f"({name[:120]!r}): zip readers disagree on its contents, so refusing it")
+
+
+def _check_names(path: Path, infos: list[zipfile.ZipInfo]) -> dict[str, zipfile.ZipInfo]:
+    """Refuse names torch's reader could confuse: duplicates, and names that
+    differ only by case (miniz finds names case-insensitively: which of the two
+    it returns is not the one we vetted). Returns the folded-name table."""
+    seen: dict[str, zipfile.ZipInfo] = {}
+    for info in infos:
+        key = fold_name(info.filename)
+        other = seen.get(key)
+        if other is not None:
+            if other.filename == info.filename:
+                raise ArchiveError(f"{path.name} holds two entries named {info.filename!r}: "
+                                   "refusing an ambiguous archive")
+            raise ArchiveError(
+                f"{path.name} holds entries whose names differ only by case "
+                f"({other.filename[:120]!r} and {info.filename[:120]!r}): torch's reader "
+                "finds names case-insensitively, so refusing an ambiguous archive")
+        seen[key] = info
+    return seen
+
+
+def _check_top(path: Path, infos: list[zipfile.ZipInfo]) -> str:
+    """The archive's one top folder: torch's reader takes it from the zip's
+    *first* entry and reads every record from it. An entry outside it is refused:
+    what runs must be what we vetted. ("" when the first entry has no folder:
+    torch refuses such a zip, so nothing in it can be run.)"""
+    first = infos[0].filename
+    top = first[: first.index("/") + 1] if "/" in first else ""
+    for info in infos:
+        if not info.filename.startswith(top):
+            raise ArchiveError(
+                f"{path.name} has an entry outside its top folder {top!r} "
+                f"({info.filename[:120]!r}): torch reads only the folder of the zip's first "
+                "entry, so refusing an archive with parts in two places")
+    return top
+
+
+def _find_layout(path: Path, rels: list[str]) -> str:
+    folded = {fold_name(r) for r in rels}
+    if "archive_format" in folded:
+        return "pt2"
+    if _LEGACY_PROGRAM in folded:
+        return "legacy"
+    if any(r.endswith("/archive_format") or r.endswith("/" + _LEGACY_PROGRAM) for r in folded):
+        raise ArchiveError(f"{path.name} keeps its archive_format below its top folder: "
+                           "not a .pt2 archive torch can read")
     raise ArchiveError(f"{path.name} is a zip file but not a .pt2 archive "
                        "(no archive_format record and no serialized_exported_program.json)")
 
@@ -478,16 +581,15 @@ def _read_version(archive: Archive, rels: list[str]) -> int:
     return version
 
 
-def _pickled_payloads(archive: Archive, rels: list[str]) -> dict[str, str]:
+def _pickled_payloads(archive: Archive, folded: set[str]) -> dict[str, str]:
     """Records that torch unpickles, from the weights/constants configs:
-    {record path: why}. A config we cannot read makes its payloads 'risky'
+    {folded record path: why}. A config we cannot read makes its payloads 'risky'
     rather than failing the whole archive: we cannot vouch for them."""
     pickled: dict[str, str] = {}
-    present = set(rels)
     for name in archive.program_names if archive.layout == "pt2" else []:
         for which in ("weights", "constants"):
             rel = f"data/{which}/{name}_{which}_config.json"
-            if rel not in present:
+            if fold_name(rel) not in folded:
                 continue
             try:
                 config = archive.payload_config(name, which)
@@ -495,24 +597,26 @@ def _pickled_payloads(archive: Archive, rels: list[str]) -> dict[str, str]:
                 continue
             for fqn, meta in config.items():
                 if isinstance(meta, dict) and meta.get("use_pickle") and isinstance(meta.get("path_name"), str):
-                    pickled[f"data/{which}/{meta['path_name']}"] = (
+                    pickled[fold_name(f"data/{which}/{meta['path_name']}")] = (
                         f"{which[:-1]} {fqn!s:.80} is stored as a pickle (torch.load, weights_only=False)"
                     )
     return pickled
 
 
-def _classify(rel: str, info: zipfile.ZipInfo, pickled: dict[str, str]) -> Record:
+def _classify(rel: str, low: str, info: zipfile.ZipInfo, pickled: dict[str, str]) -> Record:
+    """What torch would do with the record. Compared case-insensitively: torch's
+    reader finds `opaque_obj_0` stored as `OPAQUE_OBJ_0`."""
     def rec(kind: str, risk: bool = False, why: str = "") -> Record:
         return Record(rel, info.file_size, info.compress_size, kind, risk, why)
 
-    base = posixpath.basename(rel)
-    if rel in _ARCHIVE_META_NAMES:
+    base = posixpath.basename(low)  # low: fold_name(rel)
+    if low in _ARCHIVE_META_NAMES:
         return rec(ARCHIVE_META)
-    if rel.startswith("models/") and rel.endswith(".json") or rel == _LEGACY_PROGRAM:
+    if low.startswith("models/") and low.endswith(".json") or low == _LEGACY_PROGRAM:
         return rec(PROGRAM)
-    if rel in _LEGACY_PICKLES:
-        return rec(LEGACY_PICKLE, True, f"legacy {_LEGACY_PICKLES[rel]}: unpickled by torch.load")
-    if rel.startswith("data/sample_inputs/"):
+    if low in _LEGACY_PICKLES:
+        return rec(LEGACY_PICKLE, True, f"legacy {_LEGACY_PICKLES[low]}: unpickled by torch.load")
+    if low.startswith("data/sample_inputs/"):
         return rec(SAMPLE_INPUTS, True, "sample inputs: unpickled by torch.export.load")
     if rel.startswith(_AOTI_DIR):
         if base.endswith(_LIBRARY_SUFFIXES) or ".so." in base:
@@ -522,25 +626,25 @@ def _classify(rel: str, info: zipfile.ZipInfo, pickled: dict[str, str]) -> Recor
             return rec(AOTI_BINARY, True, "GPU kernel code: the AOTInductor runtime loads it "
                        "onto the device and runs it; pt2-inspector never loads it")
         return rec(AOTI_FILE)
-    if rel.startswith("extra/"):
+    if low.startswith("extra/"):
         return rec(EXTRA)
-    if rel.startswith("data/weights/"):
-        if rel.endswith("_weights_config.json"):
+    if low.startswith("data/weights/"):
+        if low.endswith("_weights_config.json"):
             return rec(WEIGHTS_CONFIG)
-        if rel in pickled:
-            return rec(PICKLED_WEIGHT, True, pickled[rel])
+        if low in pickled:
+            return rec(PICKLED_WEIGHT, True, pickled[low])
         if base.endswith(".pt"):
             return rec(LEGACY_PICKLE, True, "legacy weights file: unpickled by torch.load")
         return rec(WEIGHT)
-    if rel.startswith("data/constants/"):
-        if rel.endswith("_constants_config.json"):
+    if low.startswith("data/constants/"):
+        if low.endswith("_constants_config.json"):
             return rec(CONSTANTS_CONFIG)
-        if base.startswith("custom_obj_"):
+        if base.startswith(TORCHBIND_PREFIX):
             return rec(TORCHBIND_OBJECT, True, "TorchBind object: unpickled by torch._C._pickle_load_obj")
-        if base.startswith("opaque_obj_"):
+        if base.startswith(OPAQUE_PREFIX):
             return rec(OPAQUE_OBJECT, True, "opaque object: unpickled by pickle.loads")
-        if rel in pickled:
-            return rec(PICKLED_CONSTANT, True, pickled[rel])
+        if low in pickled:
+            return rec(PICKLED_CONSTANT, True, pickled[low])
         if base.endswith(".pt"):
             return rec(LEGACY_PICKLE, True, "legacy constants file: unpickled by torch.load")
         return rec(CONSTANT)

@@ -17,7 +17,8 @@ DEVICE_TYPES = (
     "cpu", "cuda", "mps", "meta", "xpu", "hip", "hpu", "xla", "mtia", "maia", "ipu",
     "lazy", "vulkan", "ve", "fpga", "privateuseone", "mkldnn", "opengl", "opencl", "ideep",
 )
-_DEVICE = re.compile(r"^([a-z_]+)(?::(\d{1,6}))?$")
+# fullmatch, ASCII digits: `$` would accept "cpu\n", `\d` Arabic-Indic digits.
+_DEVICE = re.compile(r"([a-z_]+)(?::([0-9]{1,6}))?")
 
 
 class DeviceNameError(InspectorError):
@@ -27,8 +28,10 @@ class DeviceNameError(InspectorError):
 def parse_device(text: str) -> Device:
     """`cuda:1` -> Device('cuda', 1); raise DeviceNameError on anything torch refuses."""
     raw = text
-    text = text.strip().lower()
-    m = _DEVICE.match(text)
+    # Spaces around are a typo we forgive; a newline or other control is refused
+    # ("cpu\n" would otherwise carry into torch and split its error over two lines).
+    text = text.strip(" ").lower()
+    m = _DEVICE.fullmatch(text)
     if not m:
         raise DeviceNameError(
             f"device {raw!r} is not a device name (expected TYPE or TYPE:INDEX, "

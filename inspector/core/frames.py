@@ -12,7 +12,11 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-_FRAME = re.compile(r'^\s*File "(.+)", line (\d+), in (.+)$')
+_FRAME = re.compile(r'^\s*File "(.+)", line ([0-9]+), in (.+)$')
+# Line numbers this long are not real (a file of a billion lines): they come from
+# a crafted trace. int() of a 5,000-digit string raises, and 2**64 overflows Qt's
+# int: such a frame keeps its place with line 0 ("unknown").
+MAX_LINE_DIGITS = 9
 _LIBRARY_MARKERS = ("site-packages/", "dist-packages/", "/lib/python3", "<frozen ",
                     "/torch/", "/transformers/")
 _LIBRARY_PREFIXES = ("torch/", "transformers/", "<")
@@ -47,6 +51,11 @@ def is_library_file(path: str) -> bool:
     return any(m in p for m in _LIBRARY_MARKERS) or p.startswith(_LIBRARY_PREFIXES)
 
 
+def parse_line_number(digits: str) -> int:
+    """A trace's line number, or 0 when it is too long to be real."""
+    return int(digits) if len(digits) <= MAX_LINE_DIGITS else 0
+
+
 @lru_cache(maxsize=8192)
 def parse_stack_trace(text: str | None) -> tuple[Frame, ...]:
     """All frames, outermost first (the order the text lists them)."""
@@ -62,7 +71,8 @@ def parse_stack_trace(text: str | None) -> tuple[Frame, ...]:
         if i + 1 < len(lines) and not _FRAME.match(lines[i + 1].strip()):
             code = lines[i + 1].strip()
         file = m.group(1)
-        frames.append(Frame(file, int(m.group(2)), m.group(3), code, not is_library_file(file)))
+        frames.append(Frame(file, parse_line_number(m.group(2)), m.group(3), code,
+                            not is_library_file(file)))
     return tuple(frames)
 
 

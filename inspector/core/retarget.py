@@ -9,8 +9,10 @@ So we rewrite those JSON records and copy every other record as it is: raw weigh
 bytes are streamed through, never decoded, and nothing is unpickled.
 
 The output keeps the archive's record order, names and top folder. It is written
-to a temporary file beside the target and renamed onto it at the very end, so an
-error, a cancel or Ctrl+C leaves no partial file and any existing target intact.
+to an unnamed file (Linux O_TMPFILE; elsewhere a partial file beside the target)
+and given the target's name at the very end (inspector/core/atomic.py), so an
+error, a cancel, Ctrl+C, SIGTERM or even SIGKILL leaves no partial file and any
+existing target intact.
 Stored records (what torch writes) keep torch's 64-byte data alignment.
 """
 
@@ -20,7 +22,6 @@ import contextlib
 import json
 import os
 import struct
-import secrets
 import time
 import zipfile
 import zlib
@@ -33,6 +34,7 @@ from typing import Any
 import orjson
 
 from inspector.core.archive import Archive, ArchiveError, open_archive
+from inspector.core.atomic import AtomicWriter
 from inspector.core.device_names import parse_device
 from inspector.core.errors import InspectorError
 from inspector.core.program import Device, parse_program
@@ -209,7 +211,7 @@ def _rewrite_json(archive: Archive, names: list[str], target: Device
         change.tensor_meta = counts["device"]
         change.unchanged = counts["unchanged"]
         change.from_devices = dict(olds)
-        replacements[archive.top + rel] = _dump(doc, rel)
+        replacements[archive.entry_name(rel)] = _dump(doc, rel)
         for which in ("weights", "constants"):
             crel = f"data/{which}/{name}_{which}_config.json"
             if archive.record(crel) is None:
@@ -218,7 +220,7 @@ def _rewrite_json(archive: Archive, names: list[str], target: Device
             ccounts, _ = rewrite_devices(cdoc, new_value)
             change.payloads += ccounts["device"] + ccounts["as_device"]
             change.unchanged += ccounts["unchanged"]
-            replacements[archive.top + crel] = _dump(cdoc, crel)
+            replacements[archive.entry_name(crel)] = _dump(cdoc, crel)
         changes.append(change)
     return replacements, changes
 
@@ -273,16 +275,11 @@ def rewrite_devices(doc: Any, new_value: dict[str, Any]) -> tuple[Counter[str], 
 def _write_zip(src: Path, out: Path, top: str, replacements: dict[str, bytes],
                progress: Callable[[float], None], cancelled: Callable[[], bool]
                ) -> tuple[int, int]:
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.{secrets.token_hex(4)}.partial")
-    # O_EXCL: never follow or reuse something already there; 0o666 & umask: the
-    # mode a plain open() gives (mkstemp's 0600 would surprise the user).
-    try:
-        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-    except OSError as exc:
-        raise RetargetError(f"cannot write {str(out)!r} ({exc.strerror or exc})") from None
+    # An unnamed file (O_TMPFILE) on Linux: even a SIGKILL leaves nothing behind.
+    writer = AtomicWriter(out)
     copied = nbytes = 0
     try:
-        with os.fdopen(fd, "w+b") as raw, zipfile.ZipFile(src) as zin:
+        with writer as raw, zipfile.ZipFile(src) as zin:
             infos = zin.infolist()
             for info in infos:
                 _check_ratio(info)
@@ -314,12 +311,8 @@ def _write_zip(src: Path, out: Path, top: str, replacements: dict[str, bytes],
                     copied += 1
                     nbytes += info.file_size
                     progress(min(0.99, done / total))
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.replace(tmp, out)
+            writer.commit()
     except BaseException as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
         if isinstance(exc, InspectorError) or not isinstance(exc, Exception):
             raise  # our own errors, cancels, Ctrl+C
         if isinstance(exc, (zipfile.BadZipFile, EOFError, zipfile.LargeZipFile, RuntimeError,

@@ -29,13 +29,13 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from inspector.core.frames import parse_module_stack, parse_stack_trace
+from inspector.core.frames import parse_line_number, parse_module_stack, parse_stack_trace
 from inspector.core.listing import STATEMENT, Listing
 from inspector.core.program import Node
 
 FIELDS = ("op", "target", "name", "device", "module", "file")
 _FIELD_TERM = re.compile(r"(?<!\S)(" + "|".join(FIELDS) + r"):(\S+)")
-_FILE_LINE = re.compile(r"^(.+):(\d+)$")
+_FILE_LINE = re.compile(r"^(.+):([0-9]+)$")
 
 
 class SearchError(ValueError):
@@ -219,7 +219,7 @@ class SearchIndex:
         if fname == "file" and not regex:
             m = _FILE_LINE.match(value)
             if m:
-                return self.source_lines(m.group(1), int(m.group(2)))
+                return self.source_lines(m.group(1), parse_line_number(m.group(2)))
         table = self.keys[fname]
         if fname in self._key_text and not regex:
             text, starts = self._key_text[fname]

@@ -84,6 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     emitter = Emitter(_events_stream())
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
+    if hasattr(signal, "SIGHUP"):  # a closed terminal: cancel and clean up, as SIGTERM
+        signal.signal(signal.SIGHUP, _on_signal)
     if hasattr(signal, "pthread_sigmask"):
         # the CLI parent holds SIGINT while it starts us, and a signal mask is
         # inherited across exec: take SIGINT again

@@ -25,6 +25,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from inspector.core.atomic import remove_stale_partials
 from inspector.core.errors import InspectorError
 from inspector.core.shapes import dynamic_dims_of_spec
 from inspector.jobs.protocol import Emitter
@@ -367,6 +368,10 @@ def _write_atomically(torch: Any, out: Path, programs: dict[str, Any], extra: di
 
     tmp = partial_dir(out, os.getpid())
     finals = separate_paths(out) if separate else {"": out}
+    # torch writes only to a named path (its top folder is the file's stem), so an
+    # unnamed O_TMPFILE cannot be used here: a SIGKILLed export leaves its partial
+    # folder, which the parent removes, and failing that the next export to OUT.
+    remove_stale_partials(out)
     try:
         tmp.mkdir()
         if on_staging:
@@ -386,5 +391,39 @@ def _write_atomically(torch: Any, out: Path, programs: dict[str, Any], extra: di
         return [final for _, final in staged]
     except OSError as exc:
         raise ExportSpecError(f"cannot write {str(out)!r} ({exc.strerror or exc})") from None
+    except RuntimeError as exc:
+        # torch's writer (inline_container.cc) reports a full disk or a failed write
+        # as RuntimeError "[enforce fail at inline_container.cc:NNN] ..."
+        if "inline_container" not in str(exc) and "PytorchStreamWriter" not in str(exc):
+            raise
+        raise ExportSpecError(f"cannot write {str(out)!r} ({_disk_reason(exc, out)})") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _disk_reason(exc: BaseException, out: Path) -> str:
+    """torch's writer error in a few words. It rarely carries the errno ("file
+    write failed"), so a nearly full disk is named from the free space left."""
+    text = str(exc)
+    for needle, reason in (("No space left", "no space left on the device"),
+                           ("Disk quota", "disk quota exceeded"),
+                           ("File too large", "file too large for this filesystem or limit"),
+                           ("Permission denied", "permission denied")):
+        if needle in text:
+            return reason
+    try:
+        free = shutil.disk_usage(out.parent).free
+    except OSError:
+        free = None
+    if free is not None and free < 64 << 20:
+        return f"no space left on the device: {free / 1e6:.1f} MB free"
+    try:
+        import resource
+
+        fsize = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        if fsize != resource.RLIM_INFINITY:
+            return f"the write failed: files are limited to {fsize:,} bytes here (ulimit -f)"
+    except (ImportError, OSError, ValueError):
+        pass
+    first = (text.strip().splitlines() or [""])[0][:200] or type(exc).__name__
+    return f"the write failed, the disk may be full; torch says: {first}"

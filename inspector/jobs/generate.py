@@ -147,6 +147,7 @@ def build(spec: RunSpec, torch: Any, device: Any, emit: Emitter) -> Generator:
     batch_range = None
     if _int_or_none(xspec.get("batch_min")) is not None and _int_or_none(xspec.get("batch_max")):
         batch_range = (int(xspec["batch_min"]), int(xspec["batch_max"]))
+    _check_memory(spec, torch, device, info, seq_max)
 
     if spec.mode == "export":
         emit.progress("load programs", 0.1)
@@ -253,6 +254,21 @@ def greedy(gen: Generator, torch: Any, pixels: Any, max_tokens: int, timer: Time
     if timer and timer.cuda:
         total_ms = enc_ms + sum(steps)
     return ids[:, 1:], enc_ms, steps, total_ms
+
+
+def _check_memory(spec: RunSpec, torch: Any, device: Any, info: dict[str, Any],
+                  seq_max: int | None) -> None:
+    """Refuse, before loading anything, a run whose estimated peak exceeds what the
+    device has (jobs/memory.py): it would grow for minutes and then fail."""
+    from pathlib import Path
+
+    from inspector.jobs import memory
+
+    tokens = min(spec.max_tokens, seq_max) if seq_max else spec.max_tokens
+    have, what = memory.available_bytes(torch, device)
+    memory.check_run_memory(memory.Dims.from_toy_config(info.get("toy_config")), spec.batch,
+                            tokens, Path(spec.file).stat().st_size, spec.precision == "bf16",
+                            have, what, str(device))
 
 
 def run(spec: RunSpec, emit: Emitter) -> dict[str, Any]:

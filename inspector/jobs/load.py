@@ -98,7 +98,7 @@ def check_expr(text: Any, where: str) -> None:
     """Raise UnsafeProgramError unless `text` is srepr made of known functions."""
     if not isinstance(text, str) or len(text) > MAX_EXPR_CHARS:
         raise UnsafeProgramError(f"{where}: symbolic shape is not a short string")
-    if _SYMBOL.match(text):
+    if _SYMBOL.fullmatch(text):
         return
     try:
         tree = parse_srepr(text)
@@ -114,7 +114,7 @@ def check_expr(text: Any, where: str) -> None:
                 raise UnsafeProgramError(f"{where}: unknown function {node.head!r} in "
                                          f"symbolic shape {text[:80]!r}")
             if node.head == "Name" and not (
-                isinstance(node.args[0], str) and _SYMBOL.match(node.args[0])
+                isinstance(node.args[0], str) and _SYMBOL.fullmatch(node.args[0])
             ):
                 raise UnsafeProgramError(f"{where}: unknown name {node.args[0]!r} in "
                                          f"symbolic shape {text[:80]!r}")
@@ -125,8 +125,8 @@ def check_expr(text: Any, where: str) -> None:
             stack.extend((a, node) for a in node.args)
         elif isinstance(node, str):
             head = parent.head if isinstance(parent, Call) else None
-            ok = (head == "Symbol" and _SYMBOL.match(node)) or (
-                head in ("Float", "Integer", "Rational") and _NUMBER_TEXT.match(node)
+            ok = (head == "Symbol" and _SYMBOL.fullmatch(node)) or (
+                head in ("Float", "Integer", "Rational") and _NUMBER_TEXT.fullmatch(node)
             ) or (head == "Name")
             if not ok:
                 raise UnsafeProgramError(f"{where}: unexpected string {node[:40]!r} in "
@@ -154,7 +154,7 @@ def check_guard(text: Any, where: str) -> None:
 
 
 def check_target(target: Any, where: str) -> None:
-    if not isinstance(target, str) or not _TARGET.match(target) or _DENIED_OPS.match(target):
+    if not isinstance(target, str) or not _TARGET.fullmatch(target) or _DENIED_OPS.match(target):
         raise UnsafeProgramError(
             f"{where}: node target {str(target)[:120]!r} is not an ATen/prims operator "
             "(refusing to resolve it: a graph could call any Python function that way)"
@@ -167,7 +167,7 @@ def check_program(name: str, doc: Any) -> set[str]:
     if not isinstance(doc, dict) or not isinstance(doc.get("graph_module"), dict):
         raise UnsafeProgramError(f"{where}: not an exported program")
     for key in (doc.get("range_constraints") or {}):
-        if not _SYMBOL.match(str(key)):
+        if not _SYMBOL.fullmatch(str(key)):
             raise UnsafeProgramError(f"{where}: range constraint key {str(key)[:40]!r} "
                                      "is not a symbol name")
     for guard in doc.get("guards_code") or []:
@@ -290,12 +290,29 @@ def _check_payloads(name: str, weights: dict[str, Any], constants: dict[str, Any
             if "/" in path_name or "\\" in path_name or path_name.startswith("."):
                 raise ArchiveError(f"program {name!r}: {which} entry {str(fqn)[:80]!r} points "
                                    f"outside data/{which}/ ({path_name[:80]!r})")
-            if meta.get("use_pickle") and not trust:  # core flags these; belt and braces
+            why = _config_risk(path_name, meta)
+            if why and not trust:
+                # Whatever the core reader made of the record (it classifies by the
+                # stored name): torch decides by this config entry, so refuse by it.
                 raise UntrustedArchiveError(
-                    f"program {name!r}: {which[:-1]} {fqn} is a pickle "
-                    f"(data/{which}/{path_name}); load only with --trust",
+                    f"program {name!r}: {which[:-1]} {str(fqn)[:80]} {why} "
+                    f"(data/{which}/{path_name[:80]}); load it only if you trust its "
+                    "source (--trust on the command line)",
                     [f"data/{which}/{path_name}"],
                 )
+
+
+def _config_risk(path_name: str, meta: dict[str, Any]) -> str:
+    """Why torch would execute what a config entry names ("" when it would not).
+    Names are compared as torch's zip reader finds them (case-insensitively)."""
+    folded = core.fold_name(path_name)
+    if folded.startswith(core.TORCHBIND_PREFIX):
+        return "names a TorchBind object (unpickled by torch._C._pickle_load_obj)"
+    if folded.startswith(core.OPAQUE_PREFIX):
+        return "names an opaque object (unpickled by pickle.loads)"
+    if meta.get("use_pickle"):
+        return "is a pickle (torch.load, weights_only=False)"
+    return ""
 
 
 # --- loading with torch -------------------------------------------------------

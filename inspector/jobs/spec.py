@@ -20,7 +20,7 @@ from inspector.core.errors import InspectorError
 PRESETS = ("tiny", "seed")  # keep in step with toy.PRESETS (toy imports torch)
 SEQ_LEN_LIMIT = 256  # the toy decoder's max_length / position embeddings
 BATCH_LIMIT = 1 << 20  # only to refuse nonsense early
-_DEVICE_RE = re.compile(r"^(cpu|mps|cuda(:\d{1,2})?)$")
+_DEVICE_RE = re.compile(r"cpu|mps|cuda(:[0-9]{1,2})?")  # fullmatch: "$" accepts "cpu\n"
 
 
 class ExportSpecError(InspectorError):
@@ -56,7 +56,7 @@ class ExportSpec:
             raise ExportSpecError(f"seed {self.seed} out of range (0 .. 2**63-1)")
         _check_range("batch", self.batch_min, self.batch_max, self.example_batch, BATCH_LIMIT)
         _check_range("seq_len", self.seq_min, self.seq_max, self.example_seq, SEQ_LEN_LIMIT)
-        if not _DEVICE_RE.match(self.device):
+        if not _DEVICE_RE.fullmatch(self.device):
             raise ExportSpecError(
                 f"bad export device {self.device!r} (use cpu, cuda, cuda:N or mps)"
             )
@@ -211,7 +211,7 @@ class RunSpec:
     trust: bool = False
 
     def validate(self) -> RunSpec:
-        if not _DEVICE_RE.match(self.device):
+        if not _DEVICE_RE.fullmatch(self.device):
             raise RunSpecError(f"bad device {self.device!r} (use cpu, cuda, cuda:N or mps)")
         if self.mode not in MODES:
             raise RunSpecError(f"bad mode {self.mode!r} (choose from {', '.join(MODES)})")

@@ -411,7 +411,7 @@ def _(base, marker, work):
     return base.zip(add=[("C:/evil.pt", b"x"), ("..\\..\\evil.pt", b"x")])
 
 
-@case("zip-long-name", "zip", ERROR, match="characters")
+@case("zip-long-name", "zip", ERROR, match="bytes")
 def _(base, marker, work):
     return base.zip(add=[("extra/" + "a" * 5000, b"x")])
 
@@ -591,7 +591,7 @@ def _(base, marker, work):
     return data[:200] + data[400:cut] + data[cut:]
 
 
-@case("zip-prepended-junk", "zip", OK)
+@case("zip-prepended-junk", "zip", ERROR, match="before its zip")
 def _(base, marker, work):
     return b"#!/bin/sh\necho hi\n" * 50 + base.zip()
 
@@ -952,6 +952,31 @@ def _(base, marker, work):
     return base.with_program(doc, compress=zipfile.ZIP_DEFLATED)
 
 
+@case("json-huge-line-numbers", "json", OK)
+def _(base, marker, work):
+    # int() of 5,000 digits raises (Python's digit limit); 2**64 overflows Qt's int.
+    doc = base.json()
+    for i, node in enumerate(_walk_program(doc)["nodes"]):
+        line = ["9" * 5000, str(2**64), str(2**31), "0" * 3000 + "7"][i % 4]
+        node["metadata"]["stack_trace"] = (f'File "/home/u/model.py", line {line}, in forward\n'
+                                           f"    y = self.lin(x)")
+    return base.with_program(doc)
+
+
+@case("text-bidi-and-invisible", "json", OK)
+def _(base, marker, work):
+    # Trojan-Source spoofing: bidi overrides and zero-width characters in names,
+    # traces and module paths; the terminal and the window must show them marked.
+    doc = base.json()
+    sneaky = "\u202e\u2066\u200b\u200d\ufeff\u061c\u2069\u202c"
+    for node in _walk_program(doc)["nodes"]:
+        node["metadata"]["stack_trace"] = (f'File "/home/u/m{sneaky}.py", line 3, in f\n'
+                                           f"    return x  {sneaky}# admin only")
+        node["metadata"]["nn_module_stack"] = f"L__self__,lin{sneaky},torch.nn.Linear"
+    doc["torch_version"] = f"2.13{sneaky}"
+    return base.with_program(doc, add=[(f"models/evil{sneaky}.json", orjson.dumps(doc))])
+
+
 @case("json-in-string-deep", "json", OK)
 def _(base, marker, work):
     # Strings the reader parses again as JSON (custom metadata, pytree specs).
@@ -1056,7 +1081,7 @@ def _(base, marker, work):
     program = base.get(PROGRAM)
     return base.zip(add=[("models/\x1b]0;pwned\x07\x1b[2J.json", program),
                          ("models/line\nbreak.json", program),
-                         ("models/" + "é" * 300 + ".json", program)])
+                         ("models/" + "é" * 240 + ".json", program)])
 
 
 @case("format-schema-version-future", "format", OK)
@@ -1072,7 +1097,7 @@ def _(base, marker, work):
     return base.zip(replace={"byteorder": b"\x00middle\xff"})
 
 
-@case("format-two-top-folders", "format", OK)
+@case("format-two-top-folders", "format", ERROR, match="top folder")
 def _(base, marker, work):
     other = [("other/" + rel, data) for rel, data in base.entries]
     return zipcraft.write_zip([(base.top + r, d) for r, d in base.entries] + other)
@@ -1094,6 +1119,152 @@ def _(base, marker, work):
     program = orjson.dumps(doc)
     return base.zip(add=[(f"models/p{i}.json", program) for i in range(4)],
                     compress=zipfile.ZIP_DEFLATED)
+
+
+# --- where torch's zip reader and ours could disagree -------------------------------
+# torch reads records through miniz (torch._C.PyTorchFileReader): it takes the
+# archive's top folder from the zip's *first* entry, finds names case-insensitively,
+# takes the offsets the end record states as written, and extracts nothing for an
+# entry whose DOS attributes say "folder". Each case below makes torch read other
+# bytes, or other records, than a zipfile-based reader vets; test_reader_agreement.py
+# shows the disagreement under torch, and the contract says we refuse (or, where
+# the readers agree, read it). `torch_reads` names what torch finds in its place.
+
+
+def _hidden_constant_pickle(base: Base, marker: Path) -> dict[str, bytes]:
+    """The constant `const` turned into a pickle torch runs (use_pickle)."""
+    return {CONSTANTS_CONFIG: _config_with(base, CONSTANTS_CONFIG, "const", use_pickle=True),
+            "data/constants/tensor_0": torch_pickle(marker)}
+
+
+def _opaque_entry(base: Base, path_name: str) -> bytes:
+    constants = base.json(CONSTANTS_CONFIG)
+    entry = copy.deepcopy(constants["config"]["const"])  # tensor_meta and all
+    entry.update(path_name=path_name, use_pickle=False)
+    constants["config"]["evil_opaque"] = entry
+    return orjson.dumps(constants)
+
+
+OPAQUE_UPPER = "data/constants/OPAQUE_OBJ_0"
+
+
+@case("reader-case-variant-opaque-record", "reader", OK, risky=(OPAQUE_UPPER,))
+def _(base, marker, work):
+    # The config names `opaque_obj_0` (use_pickle false); the record is stored as
+    # OPAQUE_OBJ_0. torch finds it case-insensitively and pickle.loads it.
+    payload = plain_pickle(marker)
+    payload += b"\x00" * (-len(payload) % 4)  # torch maps it as float32 first; pickle stops at STOP
+    return base.zip(replace={CONSTANTS_CONFIG: _opaque_entry(base, "opaque_obj_0")},
+                    add=[(OPAQUE_UPPER, payload)])
+
+
+@case("reader-case-variant-config", "reader", ERROR, match="case")
+def _(base, marker, work):
+    # Two constants configs whose names differ by case. A reader by exact name vets
+    # the real one; torch's case-insensitive binary search finds the other (first in
+    # the zip), which marks `const` as a pickle.
+    hidden = _hidden_constant_pickle(base, marker)
+    upper = CONSTANTS_CONFIG.replace("model_", "MODEL_")
+    return zipcraft.write_zip(
+        [(base.top + upper, hidden[CONSTANTS_CONFIG])]
+        + [(base.top + rel, hidden[rel] if rel == "data/constants/tensor_0" else data)
+           for rel, data in base.entries])
+
+
+@case("reader-second-top-folder-first", "reader", ERROR, match="top folder")
+def _(base, marker, work):
+    # torch takes the top folder from the zip's first entry; a reader that looks for
+    # the first `archive_format` vets another folder. The hostile copy's records come
+    # first, the real archive next, the copy's archive_format last.
+    hidden = _hidden_constant_pickle(base, marker)
+    copy_ = [("aaa/" + rel, hidden.get(rel, data)) for rel, data in base.entries]
+    late = [e for e in copy_ if e[0] == "aaa/archive_format"]
+    early = [e for e in copy_ if e[0] != "aaa/archive_format"]
+    return zipcraft.write_zip(early + [(base.top + r, d) for r, d in base.entries] + late)
+
+
+@case("reader-case-variant-top-folder", "reader", ERROR, match="top folder")
+def _(base, marker, work):
+    # A record in the top folder's case variant: torch finds it as part of the archive.
+    upper = base.top.upper() if base.top.upper() != base.top else base.top.capitalize()
+    return zipcraft.write_zip([(base.top + r, d) for r, d in base.entries
+                               if r != "data/constants/tensor_0"]
+                              + [(upper + "data/constants/tensor_0", torch_pickle(marker))])
+
+
+@case("reader-bytes-before-zip-two-directories", "reader", ERROR, match="before its zip")
+def _(base, marker, work):
+    # One file, two central directories of the same size: zipfile reads the honest
+    # one (it shifts offsets by the bytes "before the zip"), torch the hidden one.
+    hidden = base.zip(replace=_hidden_constant_pickle(base, marker))
+    return zipcraft.two_directories(base.zip(), hidden)
+
+
+def _crafted(base: Base, change: Callable[[str, dict], None] | None = None,
+             order: Callable[[list], list] | None = None) -> bytes:
+    entries = [{"name": base.top + rel, "data": data} for rel, data in base.entries]
+    for e in entries:
+        if change:
+            change(e["name"][len(base.top):], e)
+    return zipcraft.crafted_zip(order(entries) if order else entries)
+
+
+@case("reader-folder-attribute-on-data", "reader", ERROR, match="folder")
+def _(base, marker, work):
+    # MS-DOS "directory" attribute on a record with data: miniz extracts nothing
+    # (torch gets uninitialised memory), zipfile reads the bytes.
+    def change(rel: str, e: dict) -> None:
+        if rel == "data/constants/tensor_0":
+            e["external_attr"] = 0x10
+    return _crafted(base, change)
+
+
+@case("reader-folder-entry-with-data", "reader", ERROR, match="folder")
+def _(base, marker, work):
+    entries = [{"name": base.top + rel, "data": data} for rel, data in base.entries]
+    entries.append({"name": base.top + "data/constants/evil/", "data": plain_pickle(marker)})
+    return zipcraft.crafted_zip(entries)
+
+
+@case("reader-name-not-marked-utf8", "reader", ERROR, match="utf-8")
+def _(base, marker, work):
+    # Raw UTF-8 bytes without the UTF-8 flag: zipfile decodes cp437 ("Ã©"),
+    # torch compares the raw bytes ("é"): the two name the record differently.
+    entries = [{"name": base.top + rel, "data": data} for rel, data in base.entries]
+    entries.append({"name": (base.top + "extra/caf\u00e9.txt").encode(), "data": b"x"})
+    return zipcraft.crafted_zip(entries)
+
+
+@case("reader-name-marked-utf8", "reader", OK)
+def _(base, marker, work):
+    entries = [{"name": base.top + rel, "data": data} for rel, data in base.entries]
+    entries.append({"name": base.top + "extra/caf\u00e9.txt", "data": b"x", "flags": 0x800})
+    return zipcraft.crafted_zip(entries)
+
+
+@case("reader-data-descriptors", "reader", OK, risky=(SAMPLE_INPUTS,))
+def _(base, marker, work):
+    # Sizes and CRCs after the data (bit 3), zeros in the local headers: both
+    # readers take the central directory's.
+    return _crafted(base, lambda rel, e: e.update(flags=0x8))
+
+
+@case("reader-zip64-fields", "reader", OK, risky=(SAMPLE_INPUTS,))
+def _(base, marker, work):
+    return _crafted(base, lambda rel, e: e.update(zip64=True))
+
+
+@case("reader-zip64-and-descriptors-unix", "reader", OK)
+def _(base, marker, work):
+    return _crafted(base, lambda rel, e: e.update(zip64=True, flags=0x808, made_by=0x031E,
+                                                  external_attr=0o100644 << 16))
+
+
+@case("reader-entries-reversed", "reader", OK, risky=(SAMPLE_INPUTS,))
+def _(base, marker, work):
+    # archive_format and the versions last, the folder entry first: order alone
+    # changes nothing while one folder holds everything.
+    return _crafted(base, order=lambda es: [{"name": base.top, "data": b""}] + es[::-1])
 
 
 CASE_NAMES = [c.name for c in CASES]

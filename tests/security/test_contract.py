@@ -112,7 +112,12 @@ def test_corpus_covers_the_issue() -> None:
                    "unknown-compression", "bomb", "truncated", "file-empty", "html",
                    "bare-pickle", "deep-nesting", "giant-numbers", "invalid-utf8",
                    "wrong-types", "nulls", "missing-keys", "unknown-fields", "250k-nodes",
-                   "archive-format", "archive-version", "no-programs"):
+                   "archive-format", "archive-version", "no-programs",
+                   # issue 18: where torch's zip reader and ours could disagree, and text
+                   "case-variant-opaque", "case-variant-config", "second-top-folder-first",
+                   "case-variant-top-folder", "two-directories", "folder-attribute",
+                   "folder-entry-with-data", "not-marked-utf8", "data-descriptors", "zip64",
+                   "entries-reversed", "huge-line-numbers", "bidi"):
         assert needle in names, needle
     assert {OK, ERROR} <= {c.expect for c in CASES}
     assert all(set(c.refused_by) <= set(COMMANDS) and c.match for c in CASES if c.refused_by)

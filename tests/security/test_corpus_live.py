@@ -69,3 +69,40 @@ def test_shape_strings_run_when_sympified(tmp_path: Path) -> None:
     except Exception:
         pass
     assert marker.exists()
+
+
+# --- the reader cases (issue 18): torch runs what a zipfile reader did not vet -------
+
+def _export_load(path: Path) -> None:
+    import torch
+
+    try:
+        torch.export.load(path)
+    except Exception:  # the payload is not a valid constant: it ran first
+        pass
+
+
+@pytest.mark.parametrize("name", ["reader-case-variant-opaque-record",
+                                  "reader-case-variant-config",
+                                  "reader-bytes-before-zip-two-directories"])
+def test_torch_export_load_runs_the_reader_payloads(name: str, base: Base, tmp_path: Path) -> None:
+    path, marker = by_name(name).make(base, tmp_path)
+    _export_load(path)
+    assert marker.exists(), f"{name}: torch.export.load should have run the hidden pickle"
+
+
+def test_torch_reads_the_first_entrys_folder(base: Base, tmp_path: Path) -> None:
+    """torch.export.load itself refuses to list such a file, but its reader (what a
+    loader reading records by name uses, as load.py does) reads the hidden copy:
+    the config that marks `const` a pickle, and the pickle, which runs."""
+    import torch
+    from torch.export.pt2_archive._package import PT2ArchiveReader
+
+    from hostile_corpus import CONSTANTS_CONFIG
+
+    path, marker = by_name("reader-second-top-folder-first").make(base, tmp_path)
+    reader = PT2ArchiveReader(str(path))
+    config = reader.read_string(CONSTANTS_CONFIG)
+    assert '"use_pickle":true' in config.replace(" ", "")
+    torch.load(io.BytesIO(reader.read_bytes("data/constants/tensor_0")), weights_only=False)
+    assert marker.exists()

@@ -28,10 +28,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import zipcraft
 from exercise import exercise
 from hostile_corpus import (CONSTANTS_CONFIG, PROGRAM, WEIGHTS_CONFIG, Base, by_name,
                             shell_touch, touch_code)
 from inspector.core.errors import InspectorError
+from readers import disagreements, ours
 
 EXAMPLES = int(os.environ.get("PT2I_FUZZ_EXAMPLES", "150"))
 LONG_RUN = "PT2I_FUZZ_EXAMPLES" in os.environ
@@ -71,6 +73,9 @@ class Hostile:
             exercise(Path(name))
         except InspectorError:
             pass  # a clear refusal is within the contract
+        else:
+            # Read: then torch's zip reader must find the same records, same bytes.
+            assert disagreements(ours, Path(name)) == [], "torch reads it differently"
         finally:
             os.unlink(name)
         assert not self.marker.exists(), "the mutated archive ran code"
@@ -226,3 +231,54 @@ def test_json_mutations(hostile: Hostile, mutations: list[tuple[str, float, str,
     replace = {rel: json.dumps(doc, ensure_ascii=False).encode("utf-8", "surrogatepass")
                for rel, doc in docs.items()}
     hostile.check(hostile.base.zip(replace=replace, compress=zipfile.ZIP_STORED))
+
+
+# --- zip-structure mutations: where zip readers disagree (issue 18) -------------------
+
+entry_change = st.tuples(
+    st.floats(0, 1, exclude_max=True),
+    st.sampled_from(["swapcase", "upper-top", "other-top", "descriptor", "utf8-flag",
+                     "dos-folder", "unix-folder", "zip64", "duplicate", "duplicate-case",
+                     "to-front", "non-ascii", "folder-slash"]))
+
+
+def _mutate_entries(base: Base, entries: list[dict], where: float, change: str) -> None:
+    i = int(where * len(entries))
+    e = entries[i]
+    name = e["name"]
+    if change == "swapcase":
+        e["name"] = base.top + name[len(base.top):].swapcase()
+    elif change == "upper-top":
+        e["name"] = base.top.upper() + name[len(base.top):]
+    elif change == "other-top":
+        e["name"] = "zz/" + name[len(base.top):]
+    elif change == "descriptor":
+        e["flags"] = e.get("flags", 0) | 0x8
+    elif change == "utf8-flag":
+        e["flags"] = e.get("flags", 0) ^ 0x800
+    elif change == "dos-folder":
+        e["external_attr"] = 0x10
+    elif change == "unix-folder":
+        e.update(made_by=0x031E, external_attr=0o040755 << 16)
+    elif change == "zip64":
+        e["zip64"] = True
+    elif change == "duplicate":
+        entries.append(dict(e))
+    elif change == "duplicate-case":
+        entries.append(dict(e, name=base.top + name[len(base.top):].upper()))
+    elif change == "to-front":
+        entries.insert(0, entries.pop(i))
+    elif change == "non-ascii":
+        e["name"] = name + "\u00e9"
+    elif change == "folder-slash":
+        e["name"] = name + "/"
+
+
+@FUZZ_SETTINGS
+@given(changes=st.lists(entry_change, min_size=1, max_size=5))
+def test_zip_structure_mutations(hostile: Hostile, changes: list[tuple[float, str]]) -> None:
+    base = hostile.base
+    entries = [{"name": base.top + rel, "data": data} for rel, data in base.entries]
+    for where, change in changes:
+        _mutate_entries(base, entries, where, change)
+    hostile.check(zipcraft.crafted_zip(entries))

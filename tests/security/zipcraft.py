@@ -125,3 +125,62 @@ def raw_entry_zip(entries: list[tuple[str, bytes, int, int, int]]) -> bytes:
         count = 0xFFFF
     out += struct.pack("<4sHHHHIIH", _EOCD_SIG, 0, 0, count, count, len(central), start, 0)
     return bytes(out)
+
+
+def crafted_zip(entries: list[dict], *, prefix: bytes = b"") -> bytes:
+    """A zip written field by field, for the tricks on which zip readers can
+    disagree. Each entry is a dict: `name` (str, or bytes written as is), `data`,
+    and optionally `flags` (general purpose bits: 0x8 data descriptor, 0x800
+    UTF-8), `external_attr`, `made_by` (version made by; 0x031E = Unix),
+    `zip64` (sizes in a zip64 extra field, 0xFFFFFFFF in the header fields).
+    Entries are stored (method 0), written in the order given."""
+    out = bytearray(prefix)
+    central = bytearray()
+    for e in entries:
+        name = e["name"] if isinstance(e["name"], bytes) else e["name"].encode()
+        data, flags = e.get("data", b""), e.get("flags", 0)
+        crc = zlib.crc32(data)
+        size32 = 0xFFFF_FFFF if e.get("zip64") else len(data)
+        lextra = cextra = b""
+        if e.get("zip64"):
+            lextra = struct.pack("<HHQQ", 1, 16, len(data), len(data))
+            cextra = struct.pack("<HHQQQ", 1, 24, len(data), len(data), len(out))
+        offset = 0xFFFF_FFFF if e.get("zip64") else len(out)
+        local_fields = (0, 0, 0) if flags & 0x8 else (crc, size32, size32)
+        out += struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 45 if e.get("zip64") else 20,
+                           flags, 0, 0, 0x21, *local_fields, len(name), len(lextra))
+        out += name + lextra + data
+        if flags & 0x8:
+            if e.get("zip64"):
+                out += struct.pack("<4sIQQ", b"PK\x07\x08", crc, len(data), len(data))
+            else:
+                out += struct.pack("<4sIII", b"PK\x07\x08", crc, len(data), len(data))
+        central += struct.pack("<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", e.get("made_by", 20),
+                               45 if e.get("zip64") else 20, flags, 0, 0, 0x21, crc, size32,
+                               size32, len(name), len(cextra), 0, 0, 0,
+                               e.get("external_attr", 0), offset) + name + cextra
+    start = len(out) - len(prefix)
+    out += central
+    out += struct.pack("<4sHHHHIIH", _EOCD_SIG, 0, 0, len(entries), len(entries),
+                       len(central), start, 0)
+    return bytes(out)
+
+
+def two_directories(vetted: bytes, hidden: bytes) -> bytes:
+    """One file, two archives: `hidden` first, then `vetted`, whose end record
+    points at `hidden`'s central directory. zipfile sees bytes before the zip and
+    shifts every offset by their length, so it reads `vetted`; a reader that takes
+    the offsets as written (torch's, miniz) reads `hidden`. Both archives must hold
+    the same names, so that their central directories have the same size."""
+    h_eocd, v_eocd = hidden.rfind(_EOCD_SIG), vetted.rfind(_EOCD_SIG)
+    h_count, h_size, h_start = struct.unpack_from("<HII", hidden, h_eocd + 10)
+    v_count, v_size, v_start = struct.unpack_from("<HII", vetted, v_eocd + 10)
+    if h_size != v_size:
+        raise ValueError("the two central directories must have the same size")
+    body = hidden[:h_eocd]  # hidden's entries and central directory
+    shift = len(body) + v_start - h_start  # zipfile adds this to every offset
+    fixed = bytearray(vetted)
+    for cpos, _name, local in _central_offsets(vetted):
+        struct.pack_into("<I", fixed, cpos + 42, local + len(body) - shift)
+    struct.pack_into("<I", fixed, v_eocd + 16, h_start)  # where the directory "is"
+    return body + bytes(fixed)

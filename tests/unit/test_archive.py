@@ -170,3 +170,63 @@ def test_legacy_layout_is_recognised(tmp_path: Path, small_archive: Path) -> Non
         assert a.program_names == ["model"]
         assert a.program("model").node_count > 0
         assert [r.path for r in a.records if r.risk] == ["serialized_state_dict.pt"]
+
+
+def _copy_renaming(src: Path, dst: Path, rename) -> Path:
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for info in zin.infolist():
+            zout.writestr(rename(info.filename), zin.read(info))
+    return dst
+
+
+def test_names_are_found_and_classified_case_insensitively(small_archive: Path,
+                                                           tmp_path: Path) -> None:
+    """As torch's zip reader finds them: `OPAQUE_OBJ_0` is an opaque object."""
+    def rename(name: str) -> str:
+        return name.replace("_weights_config.json", "_WEIGHTS_CONFIG.json")
+
+    path = _copy_renaming(small_archive, tmp_path / "c.pt2", rename)
+    with zipfile.ZipFile(path, "a") as z:
+        z.writestr("small/data/constants/OPAQUE_OBJ_0", b"x")
+        z.writestr("small/DATA/SAMPLE_INPUTS/other.pt", b"x")
+    with open_archive(path) as a:
+        kinds = {r.path: (r.kind, r.risk) for r in a.records}
+        assert kinds["data/constants/OPAQUE_OBJ_0"] == (archive_mod.OPAQUE_OBJECT, True)
+        assert kinds["DATA/SAMPLE_INPUTS/other.pt"] == (archive_mod.SAMPLE_INPUTS, True)
+        assert kinds["data/weights/model_WEIGHTS_CONFIG.json"][0] == archive_mod.WEIGHTS_CONFIG
+        assert a.has("data/weights/model_weights_config.json")
+        assert a.payload_config("model", "weights")  # found under its other spelling
+        assert a.entry_name("data/weights/model_weights_config.json").endswith("_WEIGHTS_CONFIG.json")
+
+
+@pytest.mark.parametrize("rename, message", [
+    (lambda n: n.replace("small/models/", "SMALL/models/"), "outside its top folder"),
+    (lambda n: "other/" + n if n.endswith("byteorder") else n, "outside its top folder"),
+])
+def test_entries_outside_the_first_entrys_folder_are_refused(small_archive: Path, tmp_path: Path,
+                                                             rename, message: str) -> None:
+    path = _copy_renaming(small_archive, tmp_path / "t.pt2", rename)
+    with pytest.raises(ArchiveError, match=message):
+        open_archive(path)
+
+
+def test_case_variant_names_are_refused(small_archive: Path, tmp_path: Path) -> None:
+    path = _copy_renaming(small_archive, tmp_path / "v.pt2", lambda n: n)
+    with zipfile.ZipFile(path, "a") as z:
+        z.writestr("small/MODELS/model.json", b"{}")
+    with pytest.raises(ArchiveError, match="differ only by case"):
+        open_archive(path)
+
+
+def test_retarget_rewrites_a_config_stored_under_another_case(small_archive: Path,
+                                                              tmp_path: Path) -> None:
+    from inspector.core.retarget import retarget
+
+    path = _copy_renaming(small_archive, tmp_path / "u.pt2",
+                          lambda n: n.replace("_weights_config.json", "_Weights_Config.json"))
+    retarget(path, tmp_path / "out.pt2", "meta")
+    with zipfile.ZipFile(tmp_path / "out.pt2") as z:
+        names = z.namelist()
+        config = z.read(next(n for n in names if n.endswith("_Weights_Config.json")))
+    assert sum(n.lower().endswith("_weights_config.json") for n in names) == 1
+    assert b'"meta"' in config and b'"cpu"' not in config
