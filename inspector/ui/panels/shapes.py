@@ -14,7 +14,7 @@ window moves the listing there and the source pane to its line.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QDockWidget, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from inspector.core.shapes import ProgramShapes
 from inspector.ui.widgets.shapes_tables import ShapesTables
@@ -30,6 +30,8 @@ class ShapesPanel(QWidget):
         self.workspace = workspace if workspace is not None else Workspace(self)
         self.doc: Document | None = None
         self.program: str | None = None
+        self._dock: QDockWidget | None = None  # the window's dock around us, if any
+        self._dock_shown = True
         self._build()
         ws = self.workspace
         ws.currentChanged.connect(self._follow)
@@ -105,7 +107,31 @@ class ShapesPanel(QWidget):
 
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
+        self._watch_dock()
         self._refresh()  # computed only once someone looks
+
+    def _watch_dock(self) -> None:
+        """A dock behind another tab still counts as visible to Qt; its
+        visibilityChanged says when its tab is raised (the panel never sees the
+        window: it only looks up the widget tree)."""
+        if self._dock is not None:
+            return
+        w = self.parentWidget()
+        while w is not None and not isinstance(w, QDockWidget):
+            w = w.parentWidget()
+        if w is not None:
+            self._dock = w
+            self._dock_shown = not w.visibleRegion().isEmpty()
+            w.visibilityChanged.connect(self._dock_visibility)
+
+    def _dock_visibility(self, shown: bool) -> None:
+        self._dock_shown = shown
+        if shown:
+            self._refresh()
+
+    def is_shown(self) -> bool:
+        """Whether someone can see the panel (its dock's tab is the raised one)."""
+        return self.isVisible() and self._dock_shown
 
     # -- content --
     def _refresh(self) -> None:
@@ -115,7 +141,7 @@ class ShapesPanel(QWidget):
         if not doc.shapes_known():
             self.tables.show_shapes(None)
             self.summary.setText(f"{program}: reading shapes…")
-            if self.isVisible():
+            if self.is_shown():
                 doc.request_shapes()
             return
         shapes = doc.shapes(program)

@@ -60,6 +60,24 @@ def symbol_cell_text(symbol_min: int | None, symbol_max: int | None) -> tuple[st
     return lo, hi
 
 
+class _FitTable(QTableWidget):
+    """A table as tall as its rows (up to MAX_ROWS_SHOWN), plus its horizontal scroll
+    bar only while one is needed: the panel stacks several, none should leave a gap."""
+
+    def __init__(self) -> None:
+        super().__init__(0, 0)
+        self.horizontalScrollBar().rangeChanged.connect(lambda _lo, _hi: self.fit_height())
+
+    def fit_height(self) -> None:
+        shown = min(self.rowCount(), MAX_ROWS_SHOWN)
+        height = (self.horizontalHeader().sizeHint().height()
+                  + shown * self.verticalHeader().defaultSectionSize() + 2 * self.frameWidth())
+        if self.horizontalScrollBar().maximum() > 0:
+            height += self.horizontalScrollBar().sizeHint().height()
+        if height != self.height():
+            self.setFixedHeight(height)
+
+
 class ShapesTables(QWidget):
     nodeClicked = Signal(str)  # node name of the clicked assertion / derived size
 
@@ -79,7 +97,7 @@ class ShapesTables(QWidget):
             font = title.font()
             font.setBold(True)
             title.setFont(font)
-            table = QTableWidget(0, 0)
+            table = _FitTable()
             table.setObjectName(f"shapesTable_{key}")
             table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
             table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -160,7 +178,8 @@ class ShapesTables(QWidget):
             where = f"{src.file}:{src.line} in {src.function}" if src else ""
             row = [self._sized(a.condition, shapes), self._item(a.node), self._item(a.op),
                    self._item(where), self._item(src.code if src else "")]
-            tip = plain_tooltip("\n".join(x for x in (a.condition, src.text() if src else "") if x))
+            tip = plain_tooltip("\n".join(x for x in (a.condition, f"node {a.node} ({a.op})",
+                                                       src.text() if src else "") if x))
             for cell in row:
                 cell.setData(NODE_ROLE, a.node)
                 cell.setToolTip(tip)
@@ -186,6 +205,7 @@ class ShapesTables(QWidget):
     def _item(self, text: str) -> QTableWidgetItem:
         item = QTableWidgetItem(text)
         item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable)
+        item.setToolTip(plain_tooltip(text))  # the whole text of an elided cell
         return item
 
     def _symbol_item(self, name: str, shapes: ProgramShapes) -> QTableWidgetItem:
@@ -226,12 +246,7 @@ class ShapesTables(QWidget):
         for c in range(table.columnCount()):  # long sources/code stay readable, not huge
             table.setColumnWidth(c, min(table.columnWidth(c), 360))
         header.setStretchLastSection(True)
-        shown = min(len(rows), MAX_ROWS_SHOWN)
-        height = (header.sizeHint().height() + shown * table.verticalHeader().defaultSectionSize()
-                  + 2 * table.frameWidth() + 2)
-        if len(rows) > MAX_ROWS_SHOWN or table.horizontalScrollBar().maximum() > 0:
-            height += table.horizontalScrollBar().sizeHint().height()
-        table.setFixedHeight(height)
+        table.fit_height()
 
     # -- reading back (tests, copy) --
     def rows(self, key: str) -> list[list[str]]:
