@@ -13,7 +13,7 @@ Span = tuple[int, int, str]  # start, end, category (theme.tokens key, or SYMBOL
 SYMBOL = "sym:"  # category prefix of a symbol span: "sym:s70" (theme.symbol_color)
 # A symbol inside an annotation's brackets: `"i64[s72, 2*s70 + 1]"`, `"Sym(u0)"`
 # (the dtype before the bracket, `f32`, looks like one and is not).
-_SYMBOL = re.compile(r"(?<![\w.])([a-z]+\d+)(?![\w.(])")
+SYMBOL_NAME = re.compile(r"(?<![\w.])([a-z]+\d+)(?![\w.(])")
 
 
 class ListingLexer(RegexLexer):
@@ -92,7 +92,7 @@ def _with_symbols(text: str, spans: list[Span]) -> list[Span]:
                     default=-1)
         pos = start
         if inner >= 0:
-            for m in _SYMBOL.finditer(text, inner, end):
+            for m in SYMBOL_NAME.finditer(text, inner, end):
                 if m.start() > pos:
                     out.append((pos, m.start(), cat))
                 out.append((m.start(), m.end(), SYMBOL + m.group(1)))

@@ -10,7 +10,6 @@ size asks for its node (`nodeClicked`); the panel turns that into select_node.
 
 from __future__ import annotations
 
-import re
 from html import escape
 
 from PySide6.QtCore import Qt, Signal
@@ -26,13 +25,15 @@ from PySide6.QtWidgets import (
 )
 
 from inspector.core.shapes import ProgramShapes, symbol_tooltip
+from inspector.ui.widgets.highlight import SYMBOL_NAME
 from inspector.ui.widgets.theme import Theme, current_theme, symbol_color
 
 NODE_ROLE = Qt.ItemDataRole.UserRole  # the node a row jumps to (assertions, derived)
 SYMBOL_ROLE = Qt.ItemDataRole.UserRole + 1  # the one symbol a cell shows, if any
 MAX_ROWS_SHOWN = 12  # a table taller than this scrolls inside itself
 
-SECTIONS = ("inputs", "symbols", "derived", "assertions", "guards", "specialized")
+# the answer to "why is this dim static?" first, right under the inputs it marks
+SECTIONS = ("inputs", "specialized", "symbols", "assertions", "derived", "guards")
 TITLES = {
     "inputs": "Inputs", "symbols": "Symbols", "derived": "Derived sizes",
     "assertions": "Runtime assertions", "guards": "Guards",
@@ -209,24 +210,25 @@ class ShapesTables(QWidget):
         return item
 
     def _symbol_item(self, name: str, shapes: ProgramShapes) -> QTableWidgetItem:
-        item = self._item(name)
-        item.setForeground(QBrush(symbol_color(name, self.theme)))
+        """A key of range_constraints: a symbol (`s40`) or a derived size torch also
+        ranges (`2*s40 + 1`), bold, with the listing's hover text."""
+        item = self._sized(name, shapes)
         font = item.font()
         font.setBold(True)
         item.setFont(font)
-        item.setData(SYMBOL_ROLE, name)
-        item.setToolTip(plain_tooltip(symbol_tooltip(shapes, name) or ""))
+        item.setToolTip(plain_tooltip(symbol_tooltip(shapes, name) or name))
         return item
 
     def _sized(self, text: str, shapes: ProgramShapes) -> QTableWidgetItem:
-        """A size or condition: in its symbol's colour when it names exactly one."""
-        if text in shapes.symbols:
-            return self._symbol_item(text, shapes)
+        """A size or condition: in its symbol's colour when it names exactly one
+        (`s40`, `2*s40 + 1`); an expression of several keeps the text colour."""
         item = self._item(text)
-        named = [s for s in shapes.symbols if _mentions(text, s)]
+        named = list(dict.fromkeys(SYMBOL_NAME.findall(text)))
         if len(named) == 1:
             item.setForeground(QBrush(symbol_color(named[0], self.theme)))
             item.setData(SYMBOL_ROLE, named[0])
+            if text == named[0] and text in shapes.symbols:
+                item.setToolTip(plain_tooltip(symbol_tooltip(shapes, text) or text))
         return item
 
     def _fill(self, key: str, headers: list[str], rows: list[list[QTableWidgetItem]]) -> None:
@@ -266,5 +268,3 @@ class ShapesTables(QWidget):
             self.nodeClicked.emit(node)
 
 
-def _mentions(text: str, symbol: str) -> bool:
-    return re.search(rf"(?<![\w.]){re.escape(symbol)}(?![\w.(])", text) is not None
