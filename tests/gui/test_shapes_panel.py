@@ -335,6 +335,13 @@ def test_panel_follows_documents_and_computes_only_when_shown(qtbot, window, ope
     tab = open_wait(path)
     qtbot.wait(200)
     assert not panel.is_shown() and not tab.doc.shapes_known()  # nobody looked: no work
+    # a hover over a symbol in the listing asks for them (shown from the next hover on)
+    listing = tab.listing
+    line, col = next((ln, c) for ln in range(listing.line_count())
+                     for c in range(len(listing.line_text(ln))) if listing.symbol_at(ln, c))
+    assert listing.text_tooltip(line, col) == ""
+    qtbot.waitUntil(tab.doc.shapes_known, timeout=30000)
+    assert listing.text_tooltip(line, col).startswith(f"{listing.symbol_at(line, col)}: [")
     window.job_panels.docks["shapes"].raise_()
     qtbot.waitUntil(lambda: panel.current_shapes() is not None, timeout=30000)
     assert tab.doc.shapes_known() and panel.current_shapes().name == tab.view.name

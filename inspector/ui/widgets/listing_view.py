@@ -11,6 +11,8 @@ users of a value, nodes of a source line), search-match background, current line
 search spans, text. The gutter shows line numbers, an optional heat column (a number
 per node, tinted by size: profile times, ...) and marks (audit findings, failing
 nodes, ...), both from inspector.core.annotations; hovering them shows their tooltip.
+Symbols in the annotations (s70, u0) have their own colour (theme.symbol_color, as in
+the Shapes panel); hovering one shows what `set_symbol_tooltips` says (its range).
 """
 
 from __future__ import annotations
