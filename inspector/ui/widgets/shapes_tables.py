@@ -104,10 +104,13 @@ class ShapesTables(QWidget):
             table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
             table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
             table.setWordWrap(False)
-            table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+            # sentences and names read from their start; a source path by its file name
+            table.setTextElideMode(Qt.TextElideMode.ElideMiddle if key == "assertions"
+                                   else Qt.TextElideMode.ElideRight)
             table.verticalHeader().hide()
             table.verticalHeader().setDefaultSectionSize(table.fontMetrics().height() + 6)
             table.horizontalHeader().setHighlightSections(False)
+            table.horizontalHeader().setStretchLastSection(True)  # no blank strip on the right
             table.setHorizontalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
             table.cellClicked.connect(lambda row, _col, t=table: self._clicked(t, row))
             table.cellActivated.connect(lambda row, _col, t=table: self._clicked(t, row))
@@ -244,10 +247,16 @@ class ShapesTables(QWidget):
         table.setVisible(bool(rows))
         header = table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        table.resizeColumnsToContents()
-        for c in range(table.columnCount()):  # long sources/code stay readable, not huge
-            table.setColumnWidth(c, min(table.columnWidth(c), 360))
-        header.setStretchLastSection(True)
+        # every column but the last (which stretches) fits its text, up to a cap: long
+        # sources and code stay readable without pushing the rest out of the dock
+        for c in range(table.columnCount() - 1):
+            table.resizeColumnToContents(c)
+            table.setColumnWidth(c, min(table.columnWidth(c), 300))
+        if table.columnCount():  # the last one: at least its text, more when there is room
+            header.setMinimumSectionSize(24)
+            last = table.columnCount() - 1
+            header.resizeSection(last, min(max(table.sizeHintForColumn(last),
+                                               header.sectionSizeHint(last)), 600))
         table.fit_height()
 
     # -- reading back (tests, copy) --
