@@ -14,6 +14,7 @@ window moves the listing there and the source pane to its line.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QComboBox, QDockWidget, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from inspector.core.shapes import ProgramShapes
@@ -36,6 +37,9 @@ class ShapesPanel(QWidget):
         ws = self.workspace
         ws.currentChanged.connect(self._follow)
         ws.documentClosed.connect(lambda doc: self._follow(ws.current) if doc is self.doc else None)
+        # the OS switched light/dark: symbols take the new palette's colours, as the listing's
+        # (a bound method: disconnected when the panel is destroyed)
+        QGuiApplication.styleHints().colorSchemeChanged.connect(self._scheme_changed)
         self._follow(ws.current)
 
     def _build(self) -> None:
@@ -150,6 +154,9 @@ class ShapesPanel(QWidget):
             self.tables.show_shapes(shapes)
         self.summary.setText(_summary(shapes) if shapes is not None else f"{program}: no shapes")
         self.status_area.clear()
+
+    def _scheme_changed(self, _scheme: object) -> None:
+        self.tables.set_theme(current_theme())
 
     def _failed(self, message: str, details: str) -> None:
         self.summary.setText("")
