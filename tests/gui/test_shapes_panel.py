@@ -22,8 +22,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QPoint, Qt
-from PySide6.QtGui import QTextDocument
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QHelpEvent, QTextDocument
 from PySide6.QtWidgets import QLabel, QTableWidget, QToolTip
 
 from conftest import ROOT
@@ -247,8 +247,6 @@ def test_hovering_a_symbol_in_the_listing_shows_its_range_and_sources(
     qtbot.waitUntil(lambda: listing.first_visible_line() <= line)
     listing.ensure_columns_visible(col, col + len(name))
     pos = listing.point_at(line, col)
-    from PySide6.QtGui import QHelpEvent
-    from PySide6.QtCore import QEvent
     QToolTip.hideText()
     event = QHelpEvent(QEvent.Type.ToolTip, pos, listing.viewport().mapToGlobal(pos))
     listing.viewportEvent(event)
