@@ -164,7 +164,9 @@ def program_shapes(program: Program, requested: dict[str, dict[int, str]] | None
         symbols[name] = Symbol(
             name=name, min=rng.min, max=rng.max, sources=sources.get(name, []),
             assertions=[a.condition for a in assertions if name in a.symbols],
-            example=graph.size_hints.get(name), defined_by=defined.get(name))
+            example=graph.size_hints.get(name),
+            # an input's size is backed: a sym_size node reading it defines nothing
+            defined_by=None if sources.get(name) else defined.get(name))
     return ProgramShapes(
         name=program.name, inputs=inputs, symbols=symbols,
         derived=_derived(program, sources), assertions=assertions,

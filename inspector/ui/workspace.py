@@ -30,6 +30,7 @@ from inspector.core.document import (
     open_document,
     release_frozen,
 )
+from inspector.core.shapes import ProgramShapes, archive_shapes
 from inspector.ui.tasks import TaskGroup
 
 # Threads for all in-process work of a window: two parse/index tasks at once (each
@@ -41,13 +42,51 @@ class Document(QObject):
     """One open archive: the Qt-free model (inspector.core.document.ArchiveDoc), the
     background tasks that read it, and the annotations panels put on its programs."""
 
+    programShown = Signal(str)  # the window now shows this program of the document
+    shapesReady = Signal()  # shapes() of every program is ready (request_shapes)
+    shapesFailed = Signal(str, str)  # message, details
+
     def __init__(self, model: ArchiveDoc, pool: QThreadPool, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.model = model
         self.tasks = TaskGroup(pool, self)
         self.annotations = AnnotationStore()
-        self.shown_program: str | None = None  # the program the window shows for it
+        self._shown_program: str | None = None
+        self._shapes: dict[str, ProgramShapes] | None = None
         self.closed = False
+
+    @property
+    def shown_program(self) -> str | None:
+        """The program the window shows for this document."""
+        return self._shown_program
+
+    @shown_program.setter
+    def shown_program(self, name: str | None) -> None:
+        if name != self._shown_program:
+            self._shown_program = name
+            if name is not None:
+                self.programShown.emit(name)
+
+    # -- shapes (inspector/core/shapes.py), shared by the Shapes panel and the listing --
+    def shapes(self, program: str) -> ProgramShapes | None:
+        """The shapes of `program`, once request_shapes has computed them."""
+        return self._shapes.get(program) if self._shapes is not None else None
+
+    def shapes_known(self) -> bool:
+        return self._shapes is not None
+
+    def request_shapes(self) -> None:
+        """Compute the shapes of every program off the GUI thread (once; all of them,
+        as `shapes` does: a dim constant here and symbolic in another program is a
+        specialization) -> shapesReady, or shapesFailed."""
+        if self._shapes is not None or self.closed or self.tasks.busy("shapes"):
+            return
+        self.tasks.start(archive_shapes, self.archive, key="shapes",
+                         on_done=self._shapes_done, on_fail=self.shapesFailed.emit)
+
+    def _shapes_done(self, shapes: list[ProgramShapes]) -> None:
+        self._shapes = {s.name: s for s in shapes}
+        self.shapesReady.emit()
 
     @property
     def path(self) -> Path:

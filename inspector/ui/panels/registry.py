@@ -59,8 +59,15 @@ def _run(ws: Workspace, services: PanelServices) -> QWidget:
     return RunPanel(ws, services.devices)
 
 
+def _shapes(ws: Workspace, services: PanelServices) -> QWidget:
+    from inspector.ui.panels.shapes import ShapesPanel
+
+    return ShapesPanel(ws)
+
+
 PANELS: list[PanelSpec] = [
     PanelSpec("audit", "Audit", _audit, "right"),
     PanelSpec("export", "Export", _export, "right"),
+    PanelSpec("shapes", "Shapes", _shapes, "right"),
     PanelSpec("run", "Run", _run, "bottom"),
 ]

@@ -3,10 +3,17 @@ the lines it paints, so a 100k-node listing costs what one screen costs."""
 
 from __future__ import annotations
 
+import re
+
 from pygments.lexer import RegexLexer
 from pygments.token import Comment, Keyword, Name, Number, Operator, String, Text, Whitespace
 
-Span = tuple[int, int, str]  # start, end, category (theme.tokens key)
+Span = tuple[int, int, str]  # start, end, category (theme.tokens key, or SYMBOL + name)
+
+SYMBOL = "sym:"  # category prefix of a symbol span: "sym:s70" (theme.symbol_color)
+# A symbol inside an annotation's brackets: `"i64[s72, 2*s70 + 1]"`, `"Sym(u0)"`
+# (the dtype before the bracket, `f32`, looks like one and is not).
+SYMBOL_NAME = re.compile(r"(?<![\w.])([a-z]+\d+)(?![\w.(])")
 
 
 class ListingLexer(RegexLexer):
@@ -71,7 +78,36 @@ def highlight_line(text: str) -> list[Span]:
                 spans[-1] = (spans[-1][0], end, cat)
             else:
                 spans.append((start, end, cat))
-    return spans
+    return _with_symbols(text, spans)
+
+
+def _with_symbols(text: str, spans: list[Span]) -> list[Span]:
+    """Split annotation spans around the symbols inside their brackets."""
+    out: list[Span] = []
+    for start, end, cat in spans:
+        if cat != "annotation":
+            out.append((start, end, cat))
+            continue
+        inner = min((i for i in (text.find("[", start, end), text.find("(", start, end)) if i >= 0),
+                    default=-1)
+        pos = start
+        if inner >= 0:
+            for m in SYMBOL_NAME.finditer(text, inner, end):
+                if m.start() > pos:
+                    out.append((pos, m.start(), cat))
+                out.append((m.start(), m.end(), SYMBOL + m.group(1)))
+                pos = m.end()
+        if pos < end:
+            out.append((pos, end, cat))
+    return out
+
+
+def symbol_at(spans: list[Span], column: int) -> str | None:
+    """The symbol whose span holds `column`, if any."""
+    for start, end, cat in spans:
+        if start <= column < end and cat.startswith(SYMBOL):
+            return cat[len(SYMBOL):]
+    return None
 
 
 class LineCache:

@@ -11,6 +11,8 @@ users of a value, nodes of a source line), search-match background, current line
 search spans, text. The gutter shows line numbers, an optional heat column (a number
 per node, tinted by size: profile times, ...) and marks (audit findings, failing
 nodes, ...), both from inspector.core.annotations; hovering them shows their tooltip.
+Symbols in the annotations (s70, u0) have their own colour (theme.symbol_color, as in
+the Shapes panel); hovering one shows what `set_symbol_tooltips` says (its range).
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QAbstractScrollArea, QMenu, QToolTip, QWidget
 
 from inspector.core.annotations import LineHeat, Mark, ResolvedAnnotations
-from inspector.ui.widgets.highlight import LineCache
-from inspector.ui.widgets.theme import Theme, code_font, current_theme
+from inspector.ui.widgets.highlight import SYMBOL, LineCache, symbol_at
+from inspector.ui.widgets.theme import Theme, code_font, current_theme, symbol_color
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MARK_WIDTH = 14  # gutter column for marks
@@ -75,6 +77,7 @@ class ListingView(QAbstractScrollArea):
         self._match_spans: Callable[[str], list[tuple[int, int]]] | None = None
         self._current_match = -1
         self._is_definition: Callable[[str, int], bool] = lambda word, line: False
+        self._symbol_tooltip: Callable[[str], str | None] = lambda name: None
         self.theme: Theme = current_theme()
         # After each paint, shape the pages around the screen in idle slices, so
         # the next PageDown / wheel step finds its lines ready (no lexing then).
@@ -119,6 +122,21 @@ class ListingView(QAbstractScrollArea):
     def set_definition_test(self, test: Callable[[str, int], bool]) -> None:
         """`test(word, line)`: whether Ctrl+hover should show `word` as a link."""
         self._is_definition = test
+
+    def set_symbol_tooltips(self, tooltip: Callable[[str], str | None]) -> None:
+        """`tooltip(symbol)`: what hovering a symbol (s70, u0) shows, plain text or None."""
+        self._symbol_tooltip = tooltip
+
+    def symbol_at(self, line: int, column: int) -> str | None:
+        """The symbol (coloured by theme.symbol_color) at `column` of `line`, if any."""
+        if not 0 <= line < len(self._lines):
+            return None
+        return symbol_at(self._cache.spans(line), column)
+
+    def text_tooltip(self, line: int, column: int) -> str:
+        """What hovering the text at (line, column) shows (plain text; "" for nothing)."""
+        name = self.symbol_at(line, column)
+        return (self._symbol_tooltip(name) or "") if name else ""
 
     # -- decorations --
     def set_line_marks(self, lines: dict[int, str]) -> None:
@@ -298,7 +316,8 @@ class ListingView(QAbstractScrollArea):
                 r = QTextLayout.FormatRange()
                 r.start, r.length = s, e - s
                 fmt = QTextCharFormat()
-                fmt.setForeground(tokens.get(cat, self.theme.text))
+                fmt.setForeground(symbol_color(cat[len(SYMBOL):], self.theme)
+                                  if cat.startswith(SYMBOL) else tokens.get(cat, self.theme.text))
                 r.format = fmt
                 ranges.append(r)
             layout.setFormats(ranges)
@@ -398,7 +417,9 @@ class ListingView(QAbstractScrollArea):
     def viewportEvent(self, event: QEvent) -> bool:  # noqa: N802
         if event.type() == QEvent.Type.ToolTip:
             pos = event.pos()
-            text = self.gutter_tooltip(self.line_at(pos)) if pos.x() < self._gutter else ""
+            line = self.line_at(pos)
+            text = (self.gutter_tooltip(line) if pos.x() < self._gutter
+                    else self.text_tooltip(line, self.column_at(pos)))
             if text:
                 # Escaped and wrapped: text from a file must never be read as markup.
                 QToolTip.showText(event.globalPos(), _plain_tooltip(text), self.viewport())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import zlib
 from dataclasses import dataclass
 
 from PySide6.QtCore import Qt
@@ -24,6 +26,10 @@ class Theme:
     tokens: dict[str, QColor]  # pygments-derived categories -> colour
     severity: dict[str, QColor]
     heat: QColor  # the listing's heat column (alpha follows the value)
+    # symbols (s70, u0, ...): one colour each, the same in the listing and the Shapes
+    # panel (symbol_color picks one by name, so no view has to agree with another)
+    symbols: tuple[QColor, ...]
+    specialized_bg: QColor  # a dim torch made constant (Shapes panel)
 
 
 def _c(hex_: str) -> QColor:
@@ -45,6 +51,10 @@ LIGHT = Theme(
     },
     severity={"error": _c("#cf222e"), "warning": _c("#bf8700"), "info": _c("#0969da")},
     heat=_c("#fb8f44"),
+    # dark, saturated hues that read on white and differ from the token colours
+    symbols=tuple(_c(h) for h in ("#1a7f37", "#b35900", "#0a7ea4", "#a40e26", "#6639ba",
+                                  "#7d4e00", "#bf3989", "#116d6e", "#4b5fc0", "#8a6d00")),
+    specialized_bg=_c("#fff1c2"),
 )
 
 DARK = Theme(
@@ -62,7 +72,29 @@ DARK = Theme(
     },
     severity={"error": _c("#f85149"), "warning": _c("#d29922"), "info": _c("#58a6ff")},
     heat=_c("#db6d28"),
+    # light, saturated hues that read on the dark background
+    symbols=tuple(_c(h) for h in ("#56d364", "#ffa657", "#39c5cf", "#ff7b9c", "#bc8cff",
+                                  "#e3b341", "#f778ba", "#2dd4bf", "#8fa8ff", "#d4c36a")),
+    specialized_bg=_c("#4a3b12"),
 )
+
+
+def symbol_color(name: str, theme: Theme | None = None) -> QColor:
+    """The colour of symbol `name` from the theme's symbol palette. Stable (no
+    per-process string hash): the number picks the colour, so the symbols of one
+    program (s0, s1, s2 or s70, s72) differ unless their numbers differ by a
+    multiple of the palette size; the letter (s, u) shifts it."""
+    theme = theme or current_theme()
+    palette = theme.symbols or (theme.link,)
+    m = _SYMBOL_NAME.fullmatch(name)
+    if m is None:
+        index = zlib.crc32(name.encode())
+    else:  # neighbours far apart on the palette (7 is prime to its 10 colours)
+        index = int(m.group(2)) * 7 + zlib.crc32(m.group(1).encode())
+    return QColor(palette[index % len(palette)])
+
+
+_SYMBOL_NAME = re.compile(r"([a-z]+)(\d+)")
 
 
 def is_dark() -> bool:

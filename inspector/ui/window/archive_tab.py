@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidg
 
 from inspector.core.search import SearchError, SearchResult, parse_query
 from inspector.core.document import ProgramView
+from inspector.core.shapes import symbol_tooltip
 from inspector.ui.widgets.listing_view import ListingView
 from inspector.ui.widgets.search_bar import SearchBar
 from inspector.ui.workspace import Document
@@ -61,6 +62,7 @@ class ArchiveTab(QWidget):
         self.listing.usersRequested.connect(lambda word, _line: self.usersRequested.emit(word))
         self.listing.set_definition_test(
             lambda word, line: self.view is not None and self.view.definition_line(word, line) is not None)
+        self.listing.set_symbol_tooltips(self._symbol_tooltip)
 
     # -- programs --
     def show_view(self, view: ProgramView) -> None:
@@ -98,6 +100,17 @@ class ArchiveTab(QWidget):
     def select_program(self, name: str) -> None:
         if name in self.doc.program_names:
             self.programs.setCurrentText(name)
+
+    def _symbol_tooltip(self, name: str) -> str | None:
+        """Range and sources of symbol `name` of the shown program (the shapes are
+        computed in the background the first time: the next hover shows them)."""
+        if self.view is None:
+            return None
+        shapes = self.doc.shapes(self.view.name)
+        if shapes is None:
+            self.doc.request_shapes()
+            return None
+        return symbol_tooltip(shapes, name)
 
     # -- annotations (audit findings, profile heat, ...: see core/annotations.py) --
     def refresh_annotations(self, program: str | None = None) -> None:
