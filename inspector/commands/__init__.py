@@ -6,6 +6,6 @@ Modules here import heavy things (torch, Qt) only inside `run`, so that
 
 from __future__ import annotations
 
-from inspector.commands import audit, devices, export, info, listing, retarget, run
+from inspector.commands import audit, devices, diff, export, info, listing, retarget, run
 
-COMMANDS = (info, listing, audit, export, retarget, run, devices)
+COMMANDS = (info, listing, audit, diff, export, retarget, run, devices)

@@ -141,6 +141,16 @@ class Archive:
                 return rec
         return None
 
+    def checksum(self, rel: str) -> tuple[int, int] | None:
+        """(CRC-32, uncompressed size) of a record as the zip directory states
+        them, without reading the record (None when it is absent): the diff
+        judges equal weight bytes by these."""
+        try:
+            info = self._zip.getinfo(self.top + rel)
+        except KeyError:
+            return None
+        return info.CRC, info.file_size
+
     def has(self, rel: str) -> bool:
         try:
             self._zip.getinfo(self.top + rel)
