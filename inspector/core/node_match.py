@@ -218,6 +218,8 @@ def increasing_chain(pairs: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     increase (patience sorting): the matches that keep their order; the others
     moved."""
     pairs = sorted(pairs)
+    if all(x[1] < y[1] for x, y in zip(pairs, pairs[1:])):
+        return pairs  # the common case: nothing moved
     tails: list[int] = []  # j at the end of the best chain of each length
     tail_at: list[int] = []  # index into pairs of that end
     prev = [-1] * len(pairs)
@@ -243,6 +245,8 @@ def _fill_gaps(pa: list[int], pb: list[int], keys: tuple[list[int], list[int]]) 
     """Pair unmatched nodes with equal keys inside each gap between consecutive
     order-keeping matches."""
     keys_a, keys_b = keys
+    if -1 not in pa or -1 not in pb:
+        return  # one side is all matched: no gap holds nodes of both
     chain = increasing_chain([(i, j) for i, j in enumerate(pa) if j >= 0])
     bounds = [(-1, -1), *chain, (len(pa), len(pb))]
     for (i0, j0), (i1, j1) in zip(bounds, bounds[1:]):
@@ -295,12 +299,15 @@ def _value_map(match: ProgramMatch) -> dict[str, dict[str, str]]:
                 m[name] = _UNMATCHED
         if gm.b is not None:
             for pair in gm.pairs:
-                outs_a = pair.a.output_names()
-                if len(outs_a) == 1 and pair.a.outputs and pair.a.outputs[0].kind == "as_tensor":
-                    outs_b = pair.b.output_names()
-                    m[outs_a[0]] = outs_b[0] if outs_b else _UNMATCHED
-                    continue
-                outs_b = pair.b.output_names()
+                oa, ob = pair.a.outputs, pair.b.outputs
+                if len(oa) == 1 and len(ob) == 1 and oa[0].kind == "as_tensor" == ob[0].kind:
+                    va, vb = oa[0].value, ob[0].value  # the common case, kept short
+                    if type(va) is dict and type(vb) is dict:
+                        na, nb = va.get("name"), vb.get("name")
+                        if type(na) is str:
+                            m[na] = nb if type(nb) is str else _UNMATCHED
+                        continue
+                outs_a, outs_b = pair.a.output_names(), pair.b.output_names()
                 for k, name in enumerate(outs_a):
                     m[name] = outs_b[k] if k < len(outs_b) else _UNMATCHED
             if gm.path:  # a subgraph's inputs: by position
@@ -328,9 +335,10 @@ def compare_nodes(a: Node, b: Node, ga: Graph, gb: Graph,
     if type_differs:
         fields.append(TYPE)
     meta: list[str] = []
-    if a.stack_trace != b.stack_trace:
+    ma, mb = a.metadata, b.metadata
+    if ma.get("stack_trace") != mb.get("stack_trace"):
         meta.append(STACK_TRACE)
-    if a.nn_module_stack != b.nn_module_stack:
+    if ma.get("nn_module_stack") != mb.get("nn_module_stack"):
         meta.append(MODULE)
     if device_differs:
         meta.append(DEVICE)

@@ -372,3 +372,28 @@ def test_bad_input_is_one_error_line(toy: Path, tmp_path: Path) -> None:
         assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1, proc.stderr
         assert why in proc.stderr and "Traceback" not in proc.stderr
         assert proc.stdout == ""
+
+
+def test_rows_for_the_side_by_side_view(root: Path) -> None:
+    plain, extra = chain_archive(root, extra=False), chain_archive(root, extra=True)
+    (p,) = _diff(plain, extra).programs
+    al = p.alignment()
+    rows = [p.row(r) for r in range(len(al))]
+    assert [r.text_a for r in rows if r.text_a is not None] == p.listing_a.lines
+    assert [r.text_b for r in rows if r.text_b is not None] == p.listing_b.lines
+    first = al.next_change(-1)
+    assert first is not None
+    change = rows[first:al.change_end(first)]
+    # the first change is the inserted node: its comment, statement (and a blank
+    # line), B side only
+    assert {r.status for r in change} == {ADDED}
+    assert {r.node_b for r in change if r.text_b.strip()} == {p.added()[0]}
+    assert all(r.text_a is None and r.line_a == -1 for r in change)
+    second = al.next_change(first)
+    assert second is not None and al.prev_change(second) == first
+    (consumer,) = rows[second:al.change_end(second)]
+    (a, b, _), = p.changed()
+    assert consumer.status == CHANGED and (consumer.node_a, consumer.node_b) == (a, b)
+    # a renamed node that did not change is a same row, though its text differs
+    renamed = [r for r in rows if r.status == SAME and r.node_a and r.node_a != r.node_b]
+    assert renamed and all(r.text_a != r.text_b for r in renamed if r.text_a.strip().startswith(r.node_a))
