@@ -81,12 +81,13 @@ class Alignment:
         return self._row_of_b[line]
 
     def next_change(self, row: int) -> int | None:
-        """First row of the next change after `row` (F7), or None."""
+        """First row of the first change that starts after `row` (F7), or None."""
         k = bisect_right(self.changes, row)
         return self.changes[k] if k < len(self.changes) else None
 
     def prev_change(self, row: int) -> int | None:
-        """First row of the change before the one `row` is in (Shift+F7), or None."""
+        """First row of the last change that starts before `row` (Shift+F7): from
+        inside a change, its own start; from its start, the change before."""
         k = bisect_left(self.changes, row)
         return self.changes[k - 1] if k > 0 else None
 
