@@ -9,6 +9,7 @@ from __future__ import annotations
 from inspector.commands import (
     audit,
     devices,
+    diff,
     export,
     info,
     listing,
@@ -20,4 +21,4 @@ from inspector.commands import (
     weights,
 )
 
-COMMANDS = (info, listing, node, shapes, weights, audit, report, export, retarget, run, devices)
+COMMANDS = (info, listing, node, shapes, weights, audit, diff, report, export, retarget, run, devices)

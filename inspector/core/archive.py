@@ -163,6 +163,16 @@ class Archive:
     def _entry(self, rel: str) -> zipfile.ZipInfo | None:
         return self._by_folded.get(fold_name(self.top + rel))
 
+    def checksum(self, rel: str) -> tuple[int, int] | None:
+        """(CRC-32, uncompressed size) of a record as the zip directory states
+        them, without reading the record (None when it is absent): the diff
+        judges equal weight bytes by these."""
+        try:
+            info = self._zip.getinfo(self.top + rel)
+        except KeyError:
+            return None
+        return info.CRC, info.file_size
+
     def has(self, rel: str) -> bool:
         return self._entry(rel) is not None
 
