@@ -6,6 +6,7 @@ Modules here import heavy things (torch, Qt) only inside `run`, so that
 
 from __future__ import annotations
 
-from inspector.commands import audit, devices, export, info, listing, retarget, run
+from inspector.commands import (audit, check, devices, export, info, listing, profile,
+                                retarget, run)
 
-COMMANDS = (info, listing, audit, export, retarget, run, devices)
+COMMANDS = (info, listing, audit, export, retarget, run, devices, check, profile)
