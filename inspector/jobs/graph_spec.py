@@ -37,6 +37,7 @@ class GraphRunSpec:
     warmup: int = 2
     repeats: int = 5
     precision: str = "fp32"
+    threads: int = 0  # CPU threads for torch (0: torch's default)
 
     @property
     def dim_values(self) -> dict[str, int]:
@@ -52,7 +53,8 @@ class GraphRunSpec:
             raise GraphRunSpecError(f"bad precision {self.precision!r} (fp32 or bf16)")
         for name, value, lo, hi in (("warm-up runs", self.warmup, 0, 1000),
                                     ("repeats", self.repeats, 1, 10000),
-                                    ("seed", self.seed, 0, 2**63 - 1)):
+                                    ("seed", self.seed, 0, 2**63 - 1),
+                                    ("threads", self.threads, 0, 4096)):
             if not lo <= value <= hi:
                 raise GraphRunSpecError(f"{name} {value} is out of range ({lo} .. {hi})")
         self.dim_values, self.shape_values  # noqa: B018 - parse now: errors before any work
@@ -68,7 +70,7 @@ class GraphRunSpec:
             argv += ["--input", i]
         if profile:
             argv += ["--warmup", str(self.warmup), "--repeats", str(self.repeats),
-                     "--precision", self.precision]
+                     "--precision", self.precision, "--threads", str(self.threads)]
         if self.trust:
             argv.append("--trust")
         return argv
@@ -79,7 +81,8 @@ class GraphRunSpec:
                    dims=tuple(args.dim or ()), inputs=tuple(args.input or ()), seed=args.seed,
                    trust=args.trust, warmup=getattr(args, "warmup", 2),
                    repeats=getattr(args, "repeats", 5),
-                   precision=getattr(args, "precision", "fp32")).validate()
+                   precision=getattr(args, "precision", "fp32"),
+                   threads=getattr(args, "threads", 0)).validate()
 
     def plan(self) -> tuple[list[str], dict[str, InputPlan]]:
         """(program names, their input plans) from the archive's JSON, without torch:
@@ -117,6 +120,9 @@ def add_arguments(parser: argparse.ArgumentParser, profile: bool = False) -> Non
                             help="timed runs; medians are reported (default %(default)s)")
         parser.add_argument("--precision", choices=PRECISIONS, default=d.precision,
                             help="fp32, or bf16 autocast")
+        parser.add_argument("--threads", type=int, default=d.threads, metavar="N",
+                            help="CPU threads torch may use (default: torch's own choice); "
+                                 "1 gives steadier figures on a busy machine")
     parser.add_argument("--trust", action="store_true",
                         help="allow pickled weights/constants, TorchBind objects, libraries")
 

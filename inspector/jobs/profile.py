@@ -71,6 +71,8 @@ def run(spec: GraphRunSpec, emit: Emitter) -> dict[str, Any]:
     import torch
 
     device = check_device(torch, spec.device)  # RunError: not on this machine
+    if spec.threads:
+        torch.set_num_threads(spec.threads)
     # "cpu" payloads: a retargeted archive records cuda, which torch's loader would
     # move to at once; load on the CPU and move below, to DEV.
     loaded = load_for_run(spec, emit, payloads="cpu", start=0.05, end=0.15)
@@ -90,6 +92,7 @@ def run(spec: GraphRunSpec, emit: Emitter) -> dict[str, Any]:
         "warmup": spec.warmup,
         "repeats": spec.repeats,
         "timer": timer_kind,
+        "threads": torch.get_num_threads(),
         "torch": torch.__version__,
         "programs": results,
     }
