@@ -38,6 +38,7 @@ FLOAT_DTYPES = frozenset({6, 7, 8, 9, 10, 11, 13, 29, 30, 31, 32, 33})
 
 TENSOR, SYM_INT, SYM_FLOAT, SYM_BOOL, CONSTANT = "tensor", "sym_int", "sym_float", "sym_bool", "constant"
 
+_SYMBOL = re.compile(r"^[a-z]{1,6}\d{1,9}$")
 _DIM = re.compile(r"^\s*([a-z]{1,6}\d{1,9})\s*=\s*(\d{1,12})\s*$")
 _INPUT = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]{0,200})\s*=\s*(\S*)\s*$")
 _SHAPE = re.compile(r"^(?:\d{1,12}(?:x\d{1,12})*)?$")
@@ -223,7 +224,9 @@ def _sizes(meta: Any, where: str) -> list[_Size]:
 def _ranges(doc: dict[str, Any]) -> dict[str, tuple[int | None, int | None]]:
     out: dict[str, tuple[int | None, int | None]] = {}
     for sym, r in (doc.get("range_constraints") or {}).items():
-        if isinstance(r, dict):
+        # derived dims (`2*s23`) have ranges too, keyed by their printed text: the
+        # symbols' own ranges bound them, and torch's guards check the relation
+        if isinstance(r, dict) and _SYMBOL.match(str(sym)):
             lo, hi = r.get("min_val"), r.get("max_val")
             out[str(sym)] = (lo if isinstance(lo, int) else None,
                              hi if isinstance(hi, int) else None)
