@@ -13,14 +13,18 @@ comparison):
   fetching and bookkeeping stay outside the timed span) with jobs/node_timers.py.
 Reported per node: the median over the timed runs; `forward_ms` is the median
 uninstrumented run, `instrumented_ms` the median instrumented run (whole), so the
-instrumentation's cost is in plain view. bf16 runs under autocast, as `run` does.
+instrumentation's cost is in plain view; `node_ms` is the sum of the node medians.
+`runs` keeps each timed run's forward, summed node time and instrumented time: on a
+busy machine a preemption lands in some run's forward but in no single node's
+median, so compare a run's node sum with a run's forward (like with like). bf16 runs under autocast, as `run` does.
 
 A node that raises stops that program: the result then carries `ok: false` and the
 failure, in check's record shape (jobs/check.py).
 
 result: {"device", "device_name", "precision", "warmup", "repeats", "timer", "torch",
 "programs": [{"name", "ok", "failures", "inputs": [{"name", "shape", "dtype"}],
-"symbols", "forward_ms", "node_ms", "instrumented_ms", "nodes": [{"name", "target",
+"symbols", "forward_ms", "node_ms", "instrumented_ms", "runs": {"forward_ms": [...],
+"node_ms": [...], "instrumented_ms": [...]}, "nodes": [{"name", "target",
 "ms", "share", "line", "module"}], "modules": [{"path", "class", "ms", "share",
 "nodes", "parent"}], "ops": [{"target", "ms", "share", "nodes"}], "sources": [{"file",
 "line", "function", "code", "user", "ms", "share", "nodes"}]}]}
@@ -141,6 +145,7 @@ def profile_program(torch: Any, loaded: Loaded, name: str, device: Any, spec: Gr
     forward: list[float] = []
     instrumented: list[float] = []
     per_node: list[list[float]] = [[] for _ in nodes]
+    node_sums: list[float] = []  # per timed run: its nodes' times added up
     total = spec.warmup + spec.repeats
     try:
         with torch.no_grad(), autocast:
@@ -160,17 +165,20 @@ def profile_program(torch: Any, loaded: Loaded, name: str, device: Any, spec: Gr
                 if timed:
                     instrumented.append(ms_whole)
                     forward.append(ms_forward)
+                    run_sum = 0.0
                     for i, ms in enumerate(node_ms):
                         if ms is not None:
                             per_node[i].append(ms)
+                            run_sum += ms
+                    node_sums.append(run_sum)
     except NodeFailed as failed:
         exc = failed.exc
         record["ok"] = False
         record["failures"] = [failure_record(failed.node.name, index,
                                              str(exc).strip() or type(exc).__name__,
                                              target_text(failed.node))]
-        record.update(forward_ms=None, node_ms=None, instrumented_ms=None, nodes=[],
-                      modules=[], ops=[], sources=[])
+        record.update(forward_ms=None, node_ms=None, instrumented_ms=None, runs=None,
+                      nodes=[], modules=[], ops=[], sources=[])
         return record, timer.kind
     except torch.OutOfMemoryError:
         from inspector.jobs.generate import RunError
@@ -183,6 +191,10 @@ def profile_program(torch: Any, loaded: Loaded, name: str, device: Any, spec: Gr
         forward_ms=round(_median(forward), 6),
         node_ms=round(sum(ms for _, ms in timed_list), 6),
         instrumented_ms=round(_median(instrumented), 6),
+        # every timed run's own figures, for statistics beyond the medians
+        runs={"forward_ms": [round(x, 6) for x in forward],
+              "node_ms": [round(x, 6) for x in node_sums],
+              "instrumented_ms": [round(x, 6) for x in instrumented]},
         nodes=node_list,
         modules=module_rollup(node_list, index),
         ops=op_rollup(node_list),
