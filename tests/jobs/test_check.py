@@ -202,3 +202,29 @@ def test_child_streams_progress_and_can_be_cancelled(tiny_archive):
     code = child.cancel()
     assert time.monotonic() - t0 < 2.0
     assert code != 0 and not child.running()
+
+
+def test_meta_payloads_read_no_weights_and_keep_their_meta(tiny_archive):
+    """load.py payloads="meta": the same programs, every weight a meta tensor of the
+    recorded size, stride and dtype (what lets a full-size check cost no memory)."""
+    from inspector.jobs import load
+
+    _, real = load.load(tiny_archive, programs=["decoder"])
+    _, meta = load.load(tiny_archive, programs=["decoder"], payloads="meta")
+    r, m = real["decoder"].state_dict, meta["decoder"].state_dict
+    assert sorted(r) == sorted(m) and len(r) > 40
+    for k in r:
+        assert m[k].device.type == "meta"
+        assert (m[k].shape, m[k].stride(), m[k].dtype) == (r[k].shape, r[k].stride(), r[k].dtype)
+        assert type(m[k]) is type(r[k])  # parameters stay parameters
+
+
+def test_cpu_payloads_load_a_retargeted_archive_here(retargeted):
+    """A cuda-retargeted archive: torch's loader moves weights to cuda at once (fails
+    on this CPU-only torch); payloads="cpu" keeps them here for profile to move."""
+    from inspector.jobs import load
+
+    with pytest.raises(AssertionError, match="not compiled with CUDA"):
+        load.load(retargeted, programs=["decoder"])
+    _, programs = load.load(retargeted, programs=["decoder"], payloads="cpu")
+    assert {t.device.type for t in programs["decoder"].state_dict.values()} == {"cpu"}
