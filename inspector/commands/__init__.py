@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from inspector.commands import (
     audit,
+    check,
     devices,
     diff,
     export,
     info,
     listing,
     node,
+    profile,
     report,
     retarget,
     run,
@@ -21,4 +23,5 @@ from inspector.commands import (
     weights,
 )
 
-COMMANDS = (info, listing, node, shapes, weights, audit, diff, report, export, retarget, run, devices)
+COMMANDS = (info, listing, node, shapes, weights, audit, diff, report, check, profile,
+            export, retarget, run, devices)

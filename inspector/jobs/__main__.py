@@ -27,6 +27,8 @@ JOBS = {
     "export": "inspector.jobs.export",
     "run": "inspector.jobs.generate",
     "devices": "inspector.jobs.devices",
+    "check": "inspector.jobs.check",
+    "profile": "inspector.jobs.profile",
 }
 
 EXIT_OK = 0

@@ -26,8 +26,11 @@ So, before torch sees anything:
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import re
-from collections.abc import Iterable
+import typing
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -368,8 +371,87 @@ def load_state_dicts(vetted: Vetted) -> dict[str, dict[str, Any]]:
                 for n in vetted.program_names}
 
 
-def load_programs(vetted: Vetted) -> dict[str, Any]:
-    """name -> torch.export.ExportedProgram, built from the vetted bytes."""
+def _meta_payloads(torch: Any, reader: Any, config: dict[str, Any], base_dir: str,
+                   constants: bool) -> dict[str, Any]:
+    """Like `_payloads`, but every plain tensor record becomes a `meta` tensor of the
+    recorded size, stride and dtype: nothing is read, so memory does not grow with
+    the weights (for fake-tensor dry runs). Pickled and object records, which carry
+    no tensor meta, are still loaded (trusted only, as in `_payloads`)."""
+    from torch._export.serde import schema
+    from torch._export.serde.serialize import (
+        _dict_to_dataclass,
+        deserialize_scalar_type,
+        deserialize_size,
+        deserialize_stride,
+    )
+
+    plain = {k: v for k, v in config.items()
+             if not v.get("use_pickle") and isinstance(v.get("tensor_meta"), dict)}
+    out = _payloads(torch, reader, {k: v for k, v in config.items() if k not in plain},
+                    base_dir, constants)
+    cfg = _dict_to_dataclass(schema.PayloadConfig, {"config": plain})
+    for fqn, meta in cfg.config.items():
+        tm = meta.tensor_meta
+        tensor = torch.empty_strided(deserialize_size(tm.sizes), deserialize_stride(tm.strides),
+                                     dtype=deserialize_scalar_type(tm.dtype), device="meta")
+        out[fqn] = (torch.nn.Parameter(tensor, requires_grad=tm.requires_grad)
+                    if meta.is_param and not constants else tensor)
+    return out
+
+
+def _on_cpu(config: dict[str, Any]) -> dict[str, Any]:
+    """The config with every tensor record placed on the CPU: torch's file map moves a
+    record to its recorded device, which a retargeted archive names and this machine
+    may lack; the job moves the tensors where it runs them."""
+    out: dict[str, Any] = {}
+    for fqn, meta in config.items():
+        tm = meta.get("tensor_meta") if isinstance(meta, dict) else None
+        if isinstance(tm, dict):
+            meta = {**meta, "tensor_meta": {**tm, "device": {"type": "cpu", "index": None}}}
+        out[fqn] = meta
+    return out
+
+
+@contextlib.contextmanager
+def _cached_schema_hints() -> Iterator[None]:
+    """torch's `_dict_to_dataclass` calls `typing.get_type_hints` for every object it
+    builds (24k calls on the full-size decoder: half of the deserializer's CPU time,
+    5 of 11 s here). The schema classes' hints never change in a process, so while we
+    deserialize, the module's `typing` answers them from a cache."""
+    from torch._export.serde import serialize
+
+    real = getattr(serialize, "typing", None)
+    if real is not typing:  # another torch layout: leave it alone
+        yield
+        return
+    hints = functools.lru_cache(maxsize=None)(
+        lambda cls: typing.get_type_hints(cls, globalns=vars(serialize.schema)))
+
+    class _Typing:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(typing, name)
+
+        @staticmethod
+        def get_type_hints(cls: Any, globalns: Any = None, localns: Any = None,
+                           include_extras: bool = False) -> Any:
+            if globalns is vars(serialize.schema) and localns is None and not include_extras:
+                return hints(cls)
+            return typing.get_type_hints(cls, globalns, localns, include_extras)
+
+    serialize.typing = _Typing()  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        serialize.typing = real  # type: ignore[assignment]
+
+
+def load_programs(vetted: Vetted, *, payloads: str = "data") -> dict[str, Any]:
+    """name -> torch.export.ExportedProgram, built from the vetted bytes.
+
+    payloads: "data" (the records' tensors on their recorded devices), "cpu" (the
+    records' tensors, all on the CPU), or "meta" (no tensor data read at all)."""
+    if payloads not in ("data", "cpu", "meta"):
+        raise ValueError(f"payloads must be data, cpu or meta, not {payloads!r}")
     import torch
     from torch._export.serde import schema
     from torch._export.serde.serialize import ExportedProgramDeserializer, _bytes_to_dataclass
@@ -381,10 +463,17 @@ def load_programs(vetted: Vetted) -> dict[str, Any]:
         import transformers.modeling_outputs  # noqa: F401
 
     programs: dict[str, Any] = {}
-    with PT2ArchiveReader(str(vetted.path)) as reader:
+    with PT2ArchiveReader(str(vetted.path)) as reader, _cached_schema_hints():
         for name in vetted.program_names:
-            state = _payloads(torch, reader, vetted.weights[name], WEIGHTS_DIR, False)
-            consts = _payloads(torch, reader, vetted.constants[name], CONSTANTS_DIR, True)
+            weights, constants = vetted.weights[name], vetted.constants[name]
+            if payloads == "meta":
+                state = _meta_payloads(torch, reader, weights, WEIGHTS_DIR, False)
+                consts = _meta_payloads(torch, reader, constants, CONSTANTS_DIR, True)
+            else:
+                if payloads == "cpu":
+                    weights, constants = _on_cpu(weights), _on_cpu(constants)
+                state = _payloads(torch, reader, weights, WEIGHTS_DIR, False)
+                consts = _payloads(torch, reader, constants, CONSTANTS_DIR, True)
             serialized = _bytes_to_dataclass(schema.ExportedProgram, vetted.program_bytes[name])
             try:
                 programs[name] = ExportedProgramDeserializer(None).deserialize(
@@ -396,8 +485,8 @@ def load_programs(vetted: Vetted) -> dict[str, Any]:
     return programs
 
 
-def load(path: str | Path, *, trust: bool = False,
-         programs: Iterable[str] | None = None) -> tuple[Vetted, dict[str, Any]]:
+def load(path: str | Path, *, trust: bool = False, programs: Iterable[str] | None = None,
+         payloads: str = "data") -> tuple[Vetted, dict[str, Any]]:
     """Vet, then load: (what was vetted, name -> ExportedProgram)."""
     vetted = vet(path, trust=trust, programs=programs)
-    return vetted, load_programs(vetted)
+    return vetted, load_programs(vetted, payloads=payloads)

@@ -25,6 +25,13 @@ Per job (see each job's module for details):
            encoder_ms, total_ms, p50_ms, p90_ms, p99_ms, tokens_per_s, runs_total_ms,
            token_ids, torch, timer.
   devices  result: devices [{id, kind, name, memory_bytes, capability?}], torch, cuda.
+  check    progress per node batch. result: device, programs [{name, ok, failures [{node,
+           target, line, message, frames [{file, line, function, code, user}]}],
+           unchecked, inputs, nodes}] (jobs/check.py).
+  profile  progress per run. result: device, device_name, precision, warmup, repeats,
+           timer, threads, torch, programs [{name, ok, failures, inputs, symbols,
+           forward_ms, node_ms, instrumented_ms, runs, nodes [{name, target, ms, share,
+           line, module}], modules, ops, sources}] (jobs/profile.py).
 Exit codes: 0 result sent, 1 error event sent, 130 cancelled (SIGTERM/SIGINT).
 """
 

@@ -1,0 +1,85 @@
+"""`pt2-inspector profile FILE --device DEV [options] [--json]`: time per node.
+
+A real run of each program (inputs made from its signature; `--dim`/`--input` choose
+sizes) in a child (`python -m inspector.jobs profile`), every node timed, plus the
+median uninstrumented forward so the instrumentation's cost is visible; rollups by
+module, op and source line. One decoder step of the toy at sequence length N:
+`profile toy.pt2 --program decoder --input input_ids=1xN`.
+Exit 0: profiled; 1: a node failed during the run (reported as `check` does); 2: bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+NAME = "profile"
+HELP = "time every node of each program on a device, with rollups by module, op and source line"
+TOP = 10
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from inspector.jobs.graph_spec import add_arguments as add_spec
+
+    add_spec(parser, profile=True)
+    parser.add_argument("--top", type=int, default=TOP, metavar="N",
+                        help="rows per table in the text output (default %(default)s)")
+    parser.add_argument("--json", action="store_true",
+                        help='print {"device", "programs": [{"name", "inputs", "forward_ms", '
+                             '"nodes": [{"name", "target", "ms", "share", "line", "module"}], '
+                             '"modules": [{"path", "class", "ms", "share", "nodes"}], ...}]}')
+
+
+def run(args: argparse.Namespace) -> int:
+    from inspector.commands.graph_job import run_graph_job
+
+    result = run_graph_job("profile", args, profile=True)
+    failed = any(not p["ok"] for p in result["programs"])
+    if args.json:
+        sys.stdout.write(json.dumps(result) + "\n")
+    else:
+        sys.stdout.write(format_profile(result, max(1, args.top)))
+    return 1 if failed else 0
+
+
+def _pct(share: float) -> str:
+    return f"{100 * share:5.1f}%"
+
+
+def format_profile(result: dict[str, Any], top: int = TOP) -> str:
+    from inspector.commands.graph_job import format_failure, inputs_text
+
+    out = [f"profile on {result['device']} ({result.get('device_name') or '?'}), "
+           f"{result['precision']}, {result['timer']}, median of {result['repeats']} runs "
+           f"after {result['warmup']} warm-up"]
+    for p in result["programs"]:
+        out.append("")
+        out.append(f"{p['name']}: inputs {inputs_text(p['inputs'])}")
+        if not p["ok"]:
+            out.append(f"  failed on {result['device']}:")
+            for f in p["failures"]:
+                out.extend(format_failure(f))
+            continue
+        fwd, nodes, inst = p["forward_ms"], p["node_ms"], p["instrumented_ms"]
+        ratio = f"{nodes / fwd:.2f}x" if fwd else "-"
+        out.append(f"  forward {fwd:.3f} ms (uninstrumented); nodes sum {nodes:.3f} ms "
+                   f"({ratio} of forward); instrumented run {inst:.3f} ms")
+        out.append(f"  {'ms':>10} {'share':>6} {'line':>6}  node = target")
+        for n in sorted(p["nodes"], key=lambda n: -n["ms"])[:top]:
+            out.append(f"  {n['ms']:10.4f} {_pct(n['share'])} {n['line'] or '?':>6}  "
+                       f"{n['name']} = {n['target']}  [{n['module'] or '-'}]")
+        out.append(f"  {'ms':>10} {'share':>6} {'nodes':>6}  module")
+        for m in p["modules"][:top]:
+            cls = m["class"].rsplit(".", 1)[-1]
+            out.append(f"  {m['ms']:10.4f} {_pct(m['share'])} {m['nodes']:>6}  "
+                       f"{m['path'] or '(root)'} ({cls})")
+        out.append(f"  {'ms':>10} {'share':>6} {'nodes':>6}  op")
+        for o in p["ops"][:top]:
+            out.append(f"  {o['ms']:10.4f} {_pct(o['share'])} {o['nodes']:>6}  {o['target']}")
+        out.append(f"  {'ms':>10} {'share':>6} {'nodes':>6}  source line")
+        for s in p["sources"][:top]:
+            out.append(f"  {s['ms']:10.4f} {_pct(s['share'])} {s['nodes']:>6}  "
+                       f"{s['file']}:{s['line']}: {s['code']}")
+    return "\n".join(out) + "\n"
