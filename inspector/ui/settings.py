@@ -22,6 +22,13 @@ FOLD_LIBRARY_FRAMES = "details/fold_library_frames"
 MAX_RECENT = 10
 
 
+def use_location(folder: str | Path) -> None:
+    """Read and write settings under `folder` from now on (this process only):
+    `--screenshot` and the tests use a temp folder, so they never change the
+    user's layout, recent files or last options."""
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(folder))
+
+
 def settings() -> QSettings:
     # INI everywhere: one readable file, and the same format the tests redirect.
     return QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope,

@@ -365,12 +365,17 @@ class MainWindow(QMainWindow):
         node = view.node_at(line)
         if node is None:
             self.details.show_message("No node on this line.")
+            self._source_nodes = []
+            self.source.show_message(f"Line {line + 1} has no node, so no source.")
             return
         users = {name: view.users_of(name, line) for name in node.output_names()}
         self.details.show_node(node, line, users, lambda ln: _line_label(view, ln))
         # the innermost frame is the one the listing's `# File:` comment names
         frames = parse_stack_trace(node.stack_trace)
-        if frames and self.dock_source.isVisible():
+        if not frames:
+            self._source_nodes = []
+            self.source.show_message(f"{node.name}: no stack trace recorded, so no source.")
+        elif self.dock_source.isVisible():
             self._auto_source = True
             try:
                 self.source.show_frame(frames[-1])
