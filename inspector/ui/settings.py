@@ -13,6 +13,7 @@ APPLICATION = "pt2-inspector"
 
 GEOMETRY = "window/geometry"
 WINDOW_STATE = "window/state"  # docks and toolbars (QMainWindow.saveState)
+WINDOW_STATE_SIZE = "window/state_size"  # the window's size when WINDOW_STATE was saved
 RECENT_FILES = "files/recent"
 LAST_DIRECTORY = "files/last_directory"
 SEARCH_CASE = "search/case_sensitive"

@@ -35,6 +35,7 @@ from inspector.core.annotations import AnnotationLayer
 from inspector.core.audit import ERROR, INFO, WARNING, Finding
 from inspector.core.audit_report import (
     AUDIT_SOURCE,
+    DEFAULT_TARGET,
     AuditReport,
     audit_file,
     audit_opened,
@@ -51,6 +52,7 @@ from inspector.ui.workspace import Document, Workspace
 NO_TARGET = "(any device)"
 AUDIT_TARGET_KEY = "audit/target"  # QSettings: the last target device chosen
 TARGET_CHOICES = ("cuda", "cuda:0", "cpu", "mps", "meta", "xpu")
+SIDE_BY_SIDE_WIDTH = 560  # narrower: the after tree goes under the before tree
 
 
 # --- the panel ----------------------------------------------------------------------
@@ -94,8 +96,10 @@ class AuditPanel(QWidget):
                                "it are errors; retarget rewrites them")
         from inspector.ui import settings as keys
 
-        saved = keys.settings().value(AUDIT_TARGET_KEY, "cuda")
-        saved = saved if isinstance(saved, str) and saved else "cuda"
+        # The CLI's default (DEFAULT_TARGET) until the user picks one, then theirs.
+        default = DEFAULT_TARGET or NO_TARGET
+        saved = keys.settings().value(AUDIT_TARGET_KEY, default)
+        saved = saved if isinstance(saved, str) and saved else default
         index = self.target.findData(saved) if saved != NO_TARGET else 0
         if index < 0:
             self.target.addItem(saved, saved)
@@ -111,13 +115,18 @@ class AuditPanel(QWidget):
         self.progress.setRange(0, 1000)
         self.progress.setMaximumWidth(180)
         self.progress.hide()
-        top = QHBoxLayout()
-        top.addWidget(QLabel("Target"))
-        top.addWidget(self.target)
-        top.addWidget(self.retarget_button)
-        top.addWidget(self.cancel_button)
-        top.addWidget(self.progress)
-        top.addStretch(1)
+        # Two rows, so the panel reflows down to a 300 px dock.
+        target_row = QHBoxLayout()
+        target_row.addWidget(QLabel("Target"))
+        target_row.addWidget(self.target, 1)
+        actions = QHBoxLayout()
+        actions.addWidget(self.retarget_button)
+        actions.addWidget(self.cancel_button)
+        actions.addWidget(self.progress, 1)
+        actions.addStretch(0)
+        self.target.setMinimumContentsLength(8)
+        self.target.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.counts_label.setWordWrap(True)
 
         self.before_title = QLabel()
         self.before = FindingsTree()
@@ -126,7 +135,10 @@ class AuditPanel(QWidget):
         left = self._titled(self.before_title, self.before)
         self.after_box = self._titled(self.after_title, self.after_tree)
         self.after_box.hide()
+        # Before | after side by side when there is room, one over the other in a
+        # narrow dock (resizeEvent), so neither tree's columns are squeezed.
         self.split = QSplitter(Qt.Orientation.Horizontal)
+        self.split.setChildrenCollapsible(False)
         self.split.addWidget(left)
         self.split.addWidget(self.after_box)
         # A small browser, not a QLabel: messages run to several lines in a narrow dock.
@@ -138,7 +150,8 @@ class AuditPanel(QWidget):
 
         layout = QVBoxLayout(self)
         layout.addWidget(self.archive_label)
-        layout.addLayout(top)
+        layout.addLayout(target_row)
+        layout.addLayout(actions)
         layout.addWidget(self.counts_label)
         layout.addWidget(self.split, 1)
         layout.addWidget(self.detail)
@@ -152,6 +165,13 @@ class AuditPanel(QWidget):
             tree.itemClicked.connect(self._clicked)
             tree.currentItemChanged.connect(lambda cur, _prev: self._show_detail(cur))
         self._update_buttons()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        wide = self.width() >= SIDE_BY_SIDE_WIDTH
+        orientation = Qt.Orientation.Horizontal if wide else Qt.Orientation.Vertical
+        if self.split.orientation() != orientation:
+            self.split.setOrientation(orientation)
 
     @staticmethod
     def _titled(title: QLabel, tree: QTreeWidget) -> QWidget:
@@ -368,7 +388,8 @@ class AuditPanel(QWidget):
         self.after_tree.show_findings(report.findings)
         self.after_title.setText(f"<b>{_html(Path(report.path).name)}</b> (after)")
         self.after_box.show()
-        half = max(self.split.width() // 2, 100)
+        half = max((self.split.width() if self.split.orientation() == Qt.Orientation.Horizontal
+                    else self.split.height()) // 2, 100)
         self.split.setSizes([half, half])
         before = self.report
         changes = ", ".join(f"{p.program} {p.literals}" for p in result.programs if p.literals)
