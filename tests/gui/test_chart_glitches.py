@@ -83,13 +83,16 @@ def test_stopped_run_does_not_squeeze_the_next(qtbot, panel):
     panel.repeats.setValue(1)
     with qtbot.waitSignal(panel.runFinished, timeout=300_000):
         assert panel.start_run()
+    qtbot.waitUntil(lambda: not panel.runner.is_running(), timeout=30000)
     x_top = panel.chart.plot.plotItem.vb.viewRange()[0][1]
     assert max(n, 8) <= x_top <= max(n, 8) * 2.5
     # cleared, then one short run: the axis is the short run's
     panel.clear()
+    assert panel.records == []
     _axes_ok(panel.chart)
-    with qtbot.waitSignal(panel.runFinished, timeout=300_000):
-        assert panel.start_run()
+    assert panel.start_run()
+    qtbot.waitUntil(lambda: not panel.runner.is_running(), timeout=300_000)
+    assert panel.records and panel.records[-1].state == "done", panel.status.text()
     assert 8 <= panel.chart.plot.plotItem.vb.viewRange()[0][1] <= 20
 
 

@@ -351,9 +351,9 @@ class AuditPanel(QWidget):
     def retarget_to(self, device: str, output: str | Path) -> bool:
         if self._retargeting or not self.path:
             return False
+        # A new target audits the original again for it (the left side); that audit
+        # is left to finish: cancelled, it would leave "Auditing…" behind.
         self.set_target(device)
-        if self._audit_task is not None:
-            self._audit_task.cancel()  # the retarget's audit comes next
         self.progress.setValue(0)
         self.progress.setFormat("retarget %p%")
         self.progress.show()

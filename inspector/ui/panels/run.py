@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -174,6 +174,7 @@ class RunPanel(QWidget):
         self.chart.redrawn.connect(self._refresh_live_row)
         self.workspace.documentOpened.connect(lambda doc: self.set_archive(str(doc.path)))
         self.workspace.currentChanged.connect(lambda _doc: self._follow_current())
+        self.workspace.documentClosed.connect(self._document_closed)
         self.has_torch = torch_available()
         self._restore()
         self._update_enabled()
@@ -363,6 +364,12 @@ class RunPanel(QWidget):
         else:
             self._fill_archives()
 
+    def _document_closed(self, doc) -> None:
+        if self.archive and doc.is_file(self.archive):
+            self.set_archive(self.workspace.current_path())  # None: nothing to run
+        else:
+            self._fill_archives()
+
     def _fill_archives(self) -> None:
         """The open documents (and a standalone archive), the one to run selected."""
         paths = [str(d.path) for d in self.workspace.documents]
@@ -462,11 +469,16 @@ class RunPanel(QWidget):
 
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
-        if not getattr(self, "_split_set", False) and self.right.height() > 300:
-            # the chart is what one watches: most of the height, the table the rest
-            self._split_set = True
-            h = self.right.height()
-            self.right.setSizes([int(h * 0.68), int(h * 0.32), int(h * 0.25)])
+        if not getattr(self, "_split_set", False):
+            QTimer.singleShot(0, self, self._initial_split)  # once laid out
+
+    def _initial_split(self) -> None:
+        h = self.right.height()
+        if getattr(self, "_split_set", False) or h < 300:
+            return
+        # the chart is what one watches: most of the height, the table the rest
+        self._split_set = True
+        self.right.setSizes([int(h * 0.68), int(h * 0.32), int(h * 0.25)])
         # The devices job imports torch (seconds of CPU): only once someone looks.
         if self.devices is not None and self.has_torch:
             self.devices.ensure()
@@ -528,8 +540,8 @@ class RunPanel(QWidget):
                        repeats=self.repeats.value(), trust=trust)
 
     def start_run(self, trust: bool = False) -> bool:
-        if not self.has_torch or not self.archive:
-            return False
+        if not self.has_torch or not self.archive or self.runner.is_running():
+            return False  # (running: the Run button is disabled too)
         try:
             spec = self.spec(trust=bool(trust)).validate()
         except RunSpecError as exc:

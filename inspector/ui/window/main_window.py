@@ -350,6 +350,7 @@ class MainWindow(QMainWindow):
         tab = self._tab_of(doc)
         if tab is None:
             return
+        self.set_mode(LISTING)  # a node is shown in the listing, whatever mode asked
         self.tabs.setCurrentWidget(tab)
         self.select_node(program, node)
 
