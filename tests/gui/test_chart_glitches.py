@@ -112,8 +112,13 @@ def test_failed_run_is_readable_and_cleared_by_another_archive(qtbot, panel, tmp
     assert panel.details.toPlainText()
     _axes_ok(panel.chart)  # the failed run left no empty legend entry or odd axes
     assert panel.records == []
-    # another archive: the stale failure and its traceback go
+    # the traceback opens under the chart and the stats, as wide as they are
     panel.details_button.setChecked(True)
+    QApplication.processEvents()
+    assert panel.details.isVisible()
+    assert panel.details.width() >= panel.stats.width() - 2 and panel.details.height() >= 80
+    assert panel.details.y() > panel.stats.y()
+    # another archive: the stale failure and its traceback go
     panel.set_archive(str(DEMO))
     assert panel.status.text() == ""
     assert panel.details.toPlainText() == "" and not panel.details.isVisibleTo(panel)

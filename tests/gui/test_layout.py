@@ -98,9 +98,9 @@ def test_every_pane_has_room(qtbot, size, shots):
         run = w.show_panel("run")
         _settle()
         assert not w.dock_details.isVisible() and not w.dock_modules.isVisible()
-        page = w.modes.pages["run"]
-        assert not page.verticalScrollBar().isVisible()
-        assert not page.horizontalScrollBar().isVisible()
+        assert w.modes.pages["run"] is run  # the whole central area, no scrolling
+        assert run.minimumSizeHint().width() <= run.width()
+        assert run.minimumSizeHint().height() <= run.height()
         for part in (run.run_button, run.stop_button, run.chart.plot, run.chart.hist_plot,
                      run.stats, run.progress, run.save_chart_button):
             assert _inside(part, w), f"{part.objectName() or type(part).__name__} at {size}"
@@ -237,6 +237,12 @@ def test_more_registered_panels_still_fit(qtbot, monkeypatch, shots):
         right = set(w.tabifiedDockWidgets(w.dock_details))
         for key in ("audit", "export", "shapes", "weights"):
             assert w.job_panels.docks[key] in right
+        from PySide6.QtWidgets import QTabBar
+
+        bars = [b for b in w.findChildren(QTabBar) if b.parent() is w]
+        five = [b for b in bars if b.count() == 5]  # Details, Audit, Export, Shapes, Weights
+        assert five and all(b.elideMode() == Qt.TextElideMode.ElideNone
+                            and b.usesScrollButtons() for b in bars)  # whole tab titles
         assert [a.text() for a in w.modes.bar.actions()] == ["Listing", "Run", "Diff", "Profile"]
         assert w.modes.actions["profile"].shortcut().toString() == "Ctrl+4"
         for key in ("shapes", "diff", "profile"):

@@ -315,6 +315,7 @@ class RunPanel(QWidget):
         layout.addLayout(body, 1)
 
         self.archive_box.activated.connect(self._archive_picked)
+        self.details_button.toggled.connect(self._details_toggled)
         self.run_button.clicked.connect(self.start_run)
         self.stop_button.clicked.connect(self.stop)
         self.clear_button.clicked.connect(self.clear)
@@ -471,6 +472,12 @@ class RunPanel(QWidget):
         super().showEvent(event)
         if not getattr(self, "_split_set", False):
             QTimer.singleShot(0, self, self._initial_split)  # once laid out
+
+    def _details_toggled(self, on: bool) -> None:
+        """The traceback opens under the stats at full width, with room to read it."""
+        if on:
+            h = max(self.right.height(), 300)
+            self.right.setSizes([int(h * 0.5), int(h * 0.18), int(h * 0.32)])
 
     def _initial_split(self) -> None:
         h = self.right.height()

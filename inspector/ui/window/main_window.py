@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QScrollArea,
     QStackedWidget,
+    QTabBar,
     QTabWidget,
     QWidget,
 )
@@ -149,6 +150,7 @@ class MainWindow(QMainWindow):
         self._restored = self._restore() if remember else False  # after the panels: their docks get their places
         self._saved_size: QSize | None = self._saved_window_size() if self._restored else None
         self._update_empty()
+        self.modes.changed.connect(lambda _key: self._tidy_tab_bars())
         hints = QGuiApplication.styleHints()
         hints.colorSchemeChanged.connect(lambda _s: self.apply_theme())
 
@@ -612,9 +614,20 @@ class MainWindow(QMainWindow):
                 self.tabifyDockWidget(docks[0], other)
             docks[0].raise_()
         self._default_layout()
+        self._tidy_tab_bars()
+
+    def _tidy_tab_bars(self) -> None:
+        """QMainWindow makes a tab bar for each group of tabbed docks (when docks are
+        tabbed, a state restored): whole titles, scroll buttons when many panels share
+        an area, never "Au…". Called wherever docks are (re)arranged."""
+        for bar in self.findChildren(QTabBar):
+            if bar.parent() is self:  # the docks' bars, not the archive tabs
+                bar.setElideMode(Qt.TextElideMode.ElideNone)
+                bar.setUsesScrollButtons(True)
 
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
+        self._tidy_tab_bars()
         if getattr(self, "_laid_out", False):
             return
         self._laid_out = True

@@ -44,13 +44,14 @@ class Modes(QObject):
         self._docks_of: dict[str, set[str]] = {}
         self._listing_state = None
         self.current = LISTING
-        self.add(LISTING, "Listing", listing_page, "the archive's listing with its panes",
-                 scroll=False)
+        self.add(LISTING, "Listing", listing_page, "the archive's listing with its panes")
 
     def add(self, key: str, title: str, widget: QWidget, tip: str = "",
-            scroll: bool = True) -> QAction:
-        """A page for `widget`, in a scroll area (its minimum size never crops the
-        window; it scrolls only below that), with a mode button and Ctrl+N."""
+            scroll: bool = False) -> QAction:
+        """A page for `widget` with a mode button and Ctrl+N. A dashboard gets the
+        whole central area and lays itself out in it (its minimum size must fit
+        1024x700); `scroll=True` puts it in a scroll area instead (a scroll area
+        sizes word-wrapping panels by their preferred height: it scrolls early)."""
         page = widget
         if scroll:
             page = QScrollArea(self.window)
