@@ -45,6 +45,7 @@ from inspector.core.errors import InspectorError
 from inspector.ui.device_list import DeviceSource
 from inspector.ui.tasks import Task, TaskGroup
 from inspector.ui.widgets.findings_tree import FINDING_ROLE, SEVERITY_COLORS, FindingsTree, plural
+from inspector.ui.widgets.plain import ElidedLabel
 from inspector.ui.widgets.status_area import StatusArea
 from inspector.ui.widgets.theme import current_theme
 from inspector.ui.workspace import Document, Workspace
@@ -84,8 +85,8 @@ class AuditPanel(QWidget):
 
     # -- layout --
     def _build(self) -> None:
-        self.archive_label = QLabel("Open an archive to audit it.")
-        self.archive_label.setWordWrap(True)
+        # File names are plain text, elided in a narrow dock (whole in the tooltip).
+        self.archive_label = ElidedLabel("Open an archive to audit it.")
         self.target = QComboBox()
         self.target.setEditable(True)
         self.target.setInsertPolicy(QComboBox.NoInsert)
@@ -128,9 +129,9 @@ class AuditPanel(QWidget):
         self.target.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.counts_label.setWordWrap(True)
 
-        self.before_title = QLabel()
+        self.before_title = _bold(ElidedLabel())
         self.before = FindingsTree()
-        self.after_title = QLabel()
+        self.after_title = _bold(ElidedLabel())
         self.after_tree = FindingsTree()
         left = self._titled(self.before_title, self.before)
         self.after_box = self._titled(self.after_title, self.after_tree)
@@ -252,7 +253,7 @@ class AuditPanel(QWidget):
             self.after = None
             self.after_box.hide()
         self.path = path
-        self.archive_label.setText(f"Archive: <b>{_html(Path(path).name)}</b>")
+        self.archive_label.set_full_text(f"Archive: {Path(path).name}")
         target = None if self._target_problem() else self.target_device()
         cached = self._cache.get(_cache_key(path, target))
         if cached is not None:
@@ -279,7 +280,7 @@ class AuditPanel(QWidget):
     def _show_report(self, report: AuditReport) -> None:
         self.report = report
         self.before.show_findings(report.findings)
-        self.before_title.setText(f"<b>{_html(Path(report.path).name)}</b>")
+        self.before_title.set_full_text(Path(report.path).name)
         self.counts_label.setText(_counts_text(report, "Findings"))
         self._push_marks(report)
         self._update_buttons()
@@ -386,7 +387,7 @@ class AuditPanel(QWidget):
         self.after = report
         self._cache[_cache_key(report.path, report.target)] = report
         self.after_tree.show_findings(report.findings)
-        self.after_title.setText(f"<b>{_html(Path(report.path).name)}</b> (after)")
+        self.after_title.set_full_text(f"{Path(report.path).name} (after)")
         self.after_box.show()
         half = max((self.split.width() if self.split.orientation() == Qt.Orientation.Horizontal
                     else self.split.height()) // 2, 100)
@@ -431,6 +432,13 @@ def _counts_text(report: AuditReport, what: str) -> str:
              for s in (ERROR, WARNING, INFO) if c[s]]
     target = f" for <b>{_html(report.target)}</b>" if report.target else ""
     return f"{what}{target}: " + " &nbsp; ".join(parts)
+
+
+def _bold(label: QLabel) -> QLabel:
+    font = label.font()
+    font.setBold(True)
+    label.setFont(font)
+    return label
 
 
 def _cache_key(path: str, target: str | None) -> tuple[str, str | None, int]:

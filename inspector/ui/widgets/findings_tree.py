@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTreeWidget, QTreeWidgetItem, QWidget
 
@@ -15,6 +15,7 @@ from inspector.ui.widgets.plain import WrappingDelegate
 
 SEVERITY_COLORS = {ERROR: "#d32f2f", WARNING: "#f9a825", INFO: "#1e88e5"}
 FINDING_ROLE = Qt.ItemDataRole.UserRole + 1
+PREFERRED_HEIGHT = 120
 
 
 def _dot(color: str) -> QIcon:
@@ -46,6 +47,12 @@ class FindingsTree(QTreeWidget):
         # Rule titles wrap in a narrow dock rather than end in "…".
         self.setItemDelegate(WrappingDelegate(self))
         self._icons = {sev: _dot(color) for sev, color in SEVERITY_COLORS.items()}
+
+    def sizeHint(self) -> QSize:  # noqa: N802
+        # Modest: the panel sits in a scroll area that sizes it by preferred heights;
+        # the tree still takes whatever room the dock has (it expands).
+        hint = super().sizeHint()
+        return QSize(hint.width(), min(hint.height(), PREFERRED_HEIGHT))
 
     def show_findings(self, findings: list[Finding]) -> None:
         self.clear()
