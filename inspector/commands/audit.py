@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from itertools import groupby
 
 from inspector.commands.output import write_json
+from inspector.core.audit_report import DEFAULT_TARGET
 from inspector.core.archive import open_archive
 from inspector.core.audit import (
     RULE_TITLES,
@@ -42,9 +43,9 @@ EXIT_FOUND = 1
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE", help=".pt2 archive")
-    parser.add_argument("--target", metavar="DEV",
+    parser.add_argument("--target", metavar="DEV", default=DEFAULT_TARGET,
                         help="device the program will run on (cuda, cuda:1, mps, cpu...): "
-                             "device literals that differ become errors")
+                             "device literals that differ become errors (default: none)")
     parser.add_argument("--json", action="store_true", help="print the findings as a JSON list")
     parser.add_argument("--rule", metavar="NAME", nargs="+", action="extend",
                         help=f"only these rules ({', '.join(RULES)})")

@@ -2,7 +2,10 @@
 
 `--screenshot PNG [FILE]` renders the window offscreen once every archive has
 been read, writes the PNG and exits 0 (docs, tests, CI); an archive that cannot
-be read gives the usual `error: ...` line and exit 2, and no PNG.
+be read gives the usual `error: ...` line and exit 2, and no PNG. The picture is
+the window as a user meets it (default layout, archive as opened, nothing typed),
+and it never reads or writes the user's settings or recent files: the settings
+live in a temp folder for the process.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 from inspector.core.errors import InspectorError
@@ -43,7 +47,12 @@ def run(args: argparse.Namespace) -> int:
 
     from PySide6.QtWidgets import QApplication
 
+    from inspector.ui import settings as keys
     from inspector.ui.window.main_window import MainWindow
+
+    if screenshot:
+        scratch = tempfile.TemporaryDirectory(prefix="pt2i-screenshot-")
+        keys.use_location(scratch.name)  # before anything reads a setting
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("PT2 Inspector")
@@ -56,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
         pass
     window = MainWindow(remember=not screenshot)  # screenshots: the default layout
     if screenshot:
-        return _screenshot(app, window, files, Path(screenshot))
+        with scratch:
+            return _screenshot(app, window, files, Path(screenshot))
     window.show()
     for f in files:
         window.open_archive(f)
@@ -84,12 +94,6 @@ def _screenshot(app, window, files: list[Path], out: Path) -> int:
         window.last_error.close()
         window.close()
         raise InspectorError(message.replace("\n", " "))
-    tab = window.current_tab()
-    if tab is not None and tab.search.text() == "" and tab.view is not None:
-        # a meaningful first screen: the baked devices, like a user's first search
-        tab.search.set_text("cpu")
-        if tab.result and tab.result.lines:
-            tab.next_match()
     app.processEvents()
     pixmap = window.grab()
     if not pixmap.save(str(out), "PNG"):

@@ -14,6 +14,10 @@ from inspector.core.annotations import AnnotationLayer, Mark, worse
 from inspector.core.audit import Finding
 
 AUDIT_SOURCE = "audit"  # the annotation layer the audit publishes
+# The audit's target device when none is chosen, for `pt2-inspector audit` and the
+# window alike: none (every device literal is reported, none is an error until the
+# user says where the program will run).
+DEFAULT_TARGET: str | None = None
 
 
 @dataclass

@@ -13,6 +13,7 @@ APPLICATION = "pt2-inspector"
 
 GEOMETRY = "window/geometry"
 WINDOW_STATE = "window/state"  # docks and toolbars (QMainWindow.saveState)
+WINDOW_STATE_SIZE = "window/state_size"  # the window's size when WINDOW_STATE was saved
 RECENT_FILES = "files/recent"
 LAST_DIRECTORY = "files/last_directory"
 SEARCH_CASE = "search/case_sensitive"
@@ -20,6 +21,13 @@ SEARCH_REGEX = "search/regex"
 FOLD_LIBRARY_FRAMES = "details/fold_library_frames"
 
 MAX_RECENT = 10
+
+
+def use_location(folder: str | Path) -> None:
+    """Read and write settings under `folder` from now on (this process only):
+    `--screenshot` and the tests use a temp folder, so they never change the
+    user's layout, recent files or last options."""
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(folder))
 
 
 def settings() -> QSettings:

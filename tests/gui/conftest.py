@@ -10,12 +10,20 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest  # noqa: E402
 from PySide6.QtCore import QSettings  # noqa: E402
+
+# Before any test (or a session fixture, or an import) can build a QSettings: the whole
+# session, and every child it spawns that honours XDG_CONFIG_HOME, stays away from the
+# user's settings and recent files. Each test then gets its own folder (temp_settings).
+_SESSION_SETTINGS = tempfile.mkdtemp(prefix="pt2i-test-settings-")
+QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, _SESSION_SETTINGS)
+os.environ["XDG_CONFIG_HOME"] = os.path.join(_SESSION_SETTINGS, "xdg")
 
 ROOT = Path(__file__).resolve().parents[2]
 

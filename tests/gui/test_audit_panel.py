@@ -23,6 +23,10 @@ def audited(qtbot, no_leaks, window, toy_tab, toy_archive):
     audit = panels.audit
     qtbot.waitUntil(lambda: audit.report is not None
                     and audit.report.path == str(toy_archive), timeout=60000)
+    # The default target is the CLI's (none: tests/gui/test_run_defaults.py); these
+    # tests audit for cuda, where the cpu literals are errors.
+    audit.set_target("cuda")
+    qtbot.waitUntil(lambda: audit.report.target == "cuda", timeout=60000)
     yield window, audit
     audit.shutdown()
 
@@ -34,7 +38,7 @@ def _literals(report, program=None):
 
 def test_lists_device_literals_of_a_cpu_export(audited, toy_archive):
     window, audit = audited
-    assert audit.report.target == "cuda"  # the default target: cpu literals are errors
+    assert audit.report.target == "cuda"  # cpu literals are errors for cuda
     literals = _literals(audit.report)
     assert len(literals) >= 15 and all(f.severity == ERROR for f in literals)
     counts = audit.before.rule_counts()

@@ -247,7 +247,8 @@ def test_select_node_and_gutter_marks(qtbot, window, toy_tab):
     # The audit panel publishes its own layer when the archive opens; layers merge.
     audit = window.job_panels.audit
     qtbot.waitUntil(lambda: audit.report is not None, timeout=60000)
-    assert toy_tab.listing.line_marks()[line] == "error"  # a device='cpu' literal
+    # a device='cpu' literal: a warning with the default target (none), as in the CLI
+    assert toy_tab.listing.line_marks()[line] == "warning"
     window.workspace.clear_annotations(toy_tab.doc, "audit")
     assert toy_tab.listing.line_marks() == {}
     window.set_line_marks({line: "error", line + 1: "warning"})

@@ -176,7 +176,10 @@ def test_docked_panel_follows_the_window(qtbot, no_leaks, window, toy_tab, toy_a
     panel = window.job_panels.run
     assert panel.archive == str(toy_archive)
     assert panel.run_button.isEnabled()
-    assert "Run" in [d.windowTitle() for d in window.findChildren(type(window.job_panels.docks["run"]))]
+    # a mode of the window (registry area "central"), not a dock
+    assert "run" not in window.job_panels.docks
+    assert window.show_panel("run") is panel and panel.isVisible()
+    assert window.modes.current == "run"
 
 
 def test_many_void_qt_calls_do_not_abort_the_interpreter():

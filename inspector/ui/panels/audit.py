@@ -35,6 +35,7 @@ from inspector.core.annotations import AnnotationLayer
 from inspector.core.audit import ERROR, INFO, WARNING, Finding
 from inspector.core.audit_report import (
     AUDIT_SOURCE,
+    DEFAULT_TARGET,
     AuditReport,
     audit_file,
     audit_opened,
@@ -44,6 +45,7 @@ from inspector.core.errors import InspectorError
 from inspector.ui.device_list import DeviceSource
 from inspector.ui.tasks import Task, TaskGroup
 from inspector.ui.widgets.findings_tree import FINDING_ROLE, SEVERITY_COLORS, FindingsTree, plural
+from inspector.ui.widgets.plain import ElidedLabel
 from inspector.ui.widgets.status_area import StatusArea
 from inspector.ui.widgets.theme import current_theme
 from inspector.ui.workspace import Document, Workspace
@@ -51,6 +53,7 @@ from inspector.ui.workspace import Document, Workspace
 NO_TARGET = "(any device)"
 AUDIT_TARGET_KEY = "audit/target"  # QSettings: the last target device chosen
 TARGET_CHOICES = ("cuda", "cuda:0", "cpu", "mps", "meta", "xpu")
+SIDE_BY_SIDE_WIDTH = 560  # narrower: the after tree goes under the before tree
 
 
 # --- the panel ----------------------------------------------------------------------
@@ -82,8 +85,8 @@ class AuditPanel(QWidget):
 
     # -- layout --
     def _build(self) -> None:
-        self.archive_label = QLabel("Open an archive to audit it.")
-        self.archive_label.setWordWrap(True)
+        # File names are plain text, elided in a narrow dock (whole in the tooltip).
+        self.archive_label = ElidedLabel("Open an archive to audit it.")
         self.target = QComboBox()
         self.target.setEditable(True)
         self.target.setInsertPolicy(QComboBox.NoInsert)
@@ -94,8 +97,10 @@ class AuditPanel(QWidget):
                                "it are errors; retarget rewrites them")
         from inspector.ui import settings as keys
 
-        saved = keys.settings().value(AUDIT_TARGET_KEY, "cuda")
-        saved = saved if isinstance(saved, str) and saved else "cuda"
+        # The CLI's default (DEFAULT_TARGET) until the user picks one, then theirs.
+        default = DEFAULT_TARGET or NO_TARGET
+        saved = keys.settings().value(AUDIT_TARGET_KEY, default)
+        saved = saved if isinstance(saved, str) and saved else default
         index = self.target.findData(saved) if saved != NO_TARGET else 0
         if index < 0:
             self.target.addItem(saved, saved)
@@ -111,22 +116,30 @@ class AuditPanel(QWidget):
         self.progress.setRange(0, 1000)
         self.progress.setMaximumWidth(180)
         self.progress.hide()
-        top = QHBoxLayout()
-        top.addWidget(QLabel("Target"))
-        top.addWidget(self.target)
-        top.addWidget(self.retarget_button)
-        top.addWidget(self.cancel_button)
-        top.addWidget(self.progress)
-        top.addStretch(1)
+        # Two rows, so the panel reflows down to a 300 px dock.
+        target_row = QHBoxLayout()
+        target_row.addWidget(QLabel("Target"))
+        target_row.addWidget(self.target, 1)
+        actions = QHBoxLayout()
+        actions.addWidget(self.retarget_button)
+        actions.addWidget(self.cancel_button)
+        actions.addWidget(self.progress, 1)
+        actions.addStretch(0)
+        self.target.setMinimumContentsLength(8)
+        self.target.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.counts_label.setWordWrap(True)
 
-        self.before_title = QLabel()
+        self.before_title = _bold(ElidedLabel())
         self.before = FindingsTree()
-        self.after_title = QLabel()
+        self.after_title = _bold(ElidedLabel())
         self.after_tree = FindingsTree()
         left = self._titled(self.before_title, self.before)
         self.after_box = self._titled(self.after_title, self.after_tree)
         self.after_box.hide()
+        # Before | after side by side when there is room, one over the other in a
+        # narrow dock (resizeEvent), so neither tree's columns are squeezed.
         self.split = QSplitter(Qt.Orientation.Horizontal)
+        self.split.setChildrenCollapsible(False)
         self.split.addWidget(left)
         self.split.addWidget(self.after_box)
         # A small browser, not a QLabel: messages run to several lines in a narrow dock.
@@ -138,7 +151,8 @@ class AuditPanel(QWidget):
 
         layout = QVBoxLayout(self)
         layout.addWidget(self.archive_label)
-        layout.addLayout(top)
+        layout.addLayout(target_row)
+        layout.addLayout(actions)
         layout.addWidget(self.counts_label)
         layout.addWidget(self.split, 1)
         layout.addWidget(self.detail)
@@ -152,6 +166,13 @@ class AuditPanel(QWidget):
             tree.itemClicked.connect(self._clicked)
             tree.currentItemChanged.connect(lambda cur, _prev: self._show_detail(cur))
         self._update_buttons()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        wide = self.width() >= SIDE_BY_SIDE_WIDTH
+        orientation = Qt.Orientation.Horizontal if wide else Qt.Orientation.Vertical
+        if self.split.orientation() != orientation:
+            self.split.setOrientation(orientation)
 
     @staticmethod
     def _titled(title: QLabel, tree: QTreeWidget) -> QWidget:
@@ -232,7 +253,7 @@ class AuditPanel(QWidget):
             self.after = None
             self.after_box.hide()
         self.path = path
-        self.archive_label.setText(f"Archive: <b>{_html(Path(path).name)}</b>")
+        self.archive_label.set_full_text(f"Archive: {Path(path).name}")
         target = None if self._target_problem() else self.target_device()
         cached = self._cache.get(_cache_key(path, target))
         if cached is not None:
@@ -259,7 +280,7 @@ class AuditPanel(QWidget):
     def _show_report(self, report: AuditReport) -> None:
         self.report = report
         self.before.show_findings(report.findings)
-        self.before_title.setText(f"<b>{_html(Path(report.path).name)}</b>")
+        self.before_title.set_full_text(Path(report.path).name)
         self.counts_label.setText(_counts_text(report, "Findings"))
         self._push_marks(report)
         self._update_buttons()
@@ -331,9 +352,9 @@ class AuditPanel(QWidget):
     def retarget_to(self, device: str, output: str | Path) -> bool:
         if self._retargeting or not self.path:
             return False
+        # A new target audits the original again for it (the left side); that audit
+        # is left to finish: cancelled, it would leave "Auditing…" behind.
         self.set_target(device)
-        if self._audit_task is not None:
-            self._audit_task.cancel()  # the retarget's audit comes next
         self.progress.setValue(0)
         self.progress.setFormat("retarget %p%")
         self.progress.show()
@@ -366,9 +387,10 @@ class AuditPanel(QWidget):
         self.after = report
         self._cache[_cache_key(report.path, report.target)] = report
         self.after_tree.show_findings(report.findings)
-        self.after_title.setText(f"<b>{_html(Path(report.path).name)}</b> (after)")
+        self.after_title.set_full_text(f"{Path(report.path).name} (after)")
         self.after_box.show()
-        half = max(self.split.width() // 2, 100)
+        half = max((self.split.width() if self.split.orientation() == Qt.Orientation.Horizontal
+                    else self.split.height()) // 2, 100)
         self.split.setSizes([half, half])
         before = self.report
         changes = ", ".join(f"{p.program} {p.literals}" for p in result.programs if p.literals)
@@ -410,6 +432,13 @@ def _counts_text(report: AuditReport, what: str) -> str:
              for s in (ERROR, WARNING, INFO) if c[s]]
     target = f" for <b>{_html(report.target)}</b>" if report.target else ""
     return f"{what}{target}: " + " &nbsp; ".join(parts)
+
+
+def _bold(label: QLabel) -> QLabel:
+    font = label.font()
+    font.setBold(True)
+    label.setFont(font)
+    return label
 
 
 def _cache_key(path: str, target: str | None) -> tuple[str, str | None, int]:

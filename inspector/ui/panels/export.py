@@ -92,19 +92,23 @@ class DimEditor(QWidget):
         self.max_spin = self._spin(spin_max, f"largest {name} the program accepts")
         self.example_spin = self._spin(spin_max, f"{name} of the example input export traces "
                                        "with (0 and 1 get specialized: use 2 or more)")
-        # Two rows: the panel lives in a narrow dock, and the slider needs the width.
+        # The slider, then the three boxes under their names: the panel lives in a
+        # narrow dock (it reflows down to about 300 px), and the slider needs the width.
         box = QVBoxLayout(self)
         box.setContentsMargins(0, 0, 0, 0)
         box.setSpacing(2)
         box.addWidget(self.slider)
-        row = QHBoxLayout()
-        for label, spin in (("min", self.min_spin), ("max", self.max_spin),
-                            ("example", self.example_spin)):
+        row = QGridLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        row.setVerticalSpacing(0)
+        for col, (label, spin) in enumerate((("min", self.min_spin), ("max", self.max_spin),
+                                             ("example", self.example_spin))):
             text = QLabel(label)
             text.setBuddy(spin)
             text.setStyleSheet("color: palette(placeholder-text);")
-            row.addWidget(text)
-            row.addWidget(spin, 1)
+            row.addWidget(text, 0, col)
+            row.addWidget(spin, 1, col)
+            row.setColumnStretch(col, 1)
         box.addLayout(row)
         self.slider.valueChanged.connect(self._from_slider)
         for spin in (self.min_spin, self.max_spin, self.example_spin):
@@ -116,7 +120,7 @@ class DimEditor(QWidget):
         spin.setToolTip(tip)
         spin.setKeyboardTracking(True)
         spin.setMinimumWidth(56)
-        spin.setMaximumWidth(96)
+        spin.setMaximumWidth(120)
         return spin
 
     def values(self) -> tuple[int, int, int]:
@@ -241,17 +245,18 @@ class ExportPanel(QWidget):
         model_line.addStretch(1)
         model_row.addLayout(model_line)
         model_row.addWidget(self.preset_note)
-        options = QGridLayout()
+        options = QVBoxLayout()
         options.setContentsMargins(0, 0, 0, 0)
-        options.addWidget(self.cache_position, 0, 0, 1, 2)
-        options.addWidget(self.strict, 1, 0)
-        options.addWidget(self.decompose, 1, 1)
+        options.setSpacing(2)
+        for box in (self.cache_position, self.strict, self.decompose):
+            options.addWidget(box)
         out_row = QHBoxLayout()
         out_row.addWidget(self.output, 1)
         out_row.addWidget(browse)
 
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         form.addRow("Model", model_row)
         form.addRow("Batch", self.batch)
         form.addRow("Seq len", self.seq)
@@ -263,6 +268,17 @@ class ExportPanel(QWidget):
         self.problem.setWordWrap(True)
         self.problem.setStyleSheet(f"color: {_error_color()};")
         self.problem.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.problem.setTextFormat(Qt.TextFormat.PlainText)
+        # What will go wrong later although the spec is valid (ExportSpec.warnings():
+        # an example size torch specializes, ranges the generator cannot run): said,
+        # never blocking the export.
+        self.warning = QLabel()
+        self.warning.setObjectName("exportWarning")
+        self.warning.setWordWrap(True)
+        self.warning.setTextFormat(Qt.TextFormat.PlainText)
+        self.warning.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.warning.setStyleSheet(f"color: {current_theme().severity['warning'].name()};")
+        self.warning.hide()
 
         self.export_button = QPushButton("Export")
         self.export_button.setDefault(True)
@@ -296,6 +312,7 @@ class ExportPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.addLayout(form)
         layout.addWidget(self.problem)
+        layout.addWidget(self.warning)
         layout.addLayout(actions)
         layout.addWidget(self.status_area)
         layout.addWidget(self.compare_box, 1)
@@ -373,6 +390,13 @@ class ExportPanel(QWidget):
                                    "choose another file, so both can be compared")
         return found
 
+    def warnings(self) -> list[str]:
+        """ExportSpec.warnings() of the spec as set (valid ranges only)."""
+        try:
+            return self.spec().warnings()
+        except (ExportSpecError, TypeError, ValueError):
+            return []
+
     def validate(self) -> bool:
         found = self.problems()
         self.batch.set_problem(found.get("batch"))
@@ -381,6 +405,9 @@ class ExportPanel(QWidget):
                                   f"QLineEdit {{ border: 1px solid {_error_color()}; }}")
         self.problem.setText("\n".join(found.values()))
         self.problem.setVisible(bool(found))
+        warnings = self.warnings() if "batch" not in found and "seq_len" not in found else []
+        self.warning.setText("\n".join(f"Warning: {w}" for w in warnings))
+        self.warning.setVisible(bool(warnings))
         self.export_button.setEnabled(not found and not self.runner.is_running())
         return not found
 

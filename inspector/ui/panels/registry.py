@@ -4,10 +4,18 @@
     PANELS.append(PanelSpec("profile", "Profile", ProfilePanel, area="bottom"))
 
 `factory(workspace, services)` builds the panel; `services` (PanelServices) carries
-what panels share (the device list). The window wraps each panel in a scroll area
-and a dock (object name `dock<Title>`, a View menu entry, saved layout), tabs it with
-the Details dock (area "right") or the Source dock (area "bottom"), and calls the
-panel's `shutdown()` (when it has one) as the window closes. A panel reaches the
+what panels share (the device list). Where it goes (`area`):
+
+- "right" / "bottom" / "left": a dock (object name `dock<Title>`, a View menu entry,
+  saved layout) in a scroll area, tabbed with the Details dock ("right"), the Source
+  dock ("bottom") or the module tree ("left"). For what reads beside the listing
+  (audit, shapes, weights). A side panel should reflow down to about 300 px wide
+  (the window makes the dock no narrower than the panel's minimum size hint).
+- "central": a mode of the window (a button on the mode bar, View menu, Ctrl+N): the
+  whole central area, the listing's docks put away while it shows. For dashboards
+  that need room (Run's chart and stats; a profile table, a diff).
+
+The window calls the panel's `shutdown()` (when it has one) as the window closes. A panel reaches the
 window only through the Workspace: `ws.current`, `ws.open(path)`, `ws.select_node(...)`,
 `ws.annotate(...)` for gutter marks and heat.
 """
@@ -38,7 +46,8 @@ class PanelSpec:
     key: str  # window.job_panels[key]; also the settings/dock name
     title: str  # dock title and View menu entry
     factory: Callable[[Workspace, PanelServices], QWidget]
-    area: str = "right"  # "right" (tabbed with Details), "bottom" (with Source), "left"
+    area: str = "right"  # "right" (tabbed with Details), "bottom" (with Source), "left", "central"
+    tip: str = ""  # status tip of a central panel's mode button
 
 
 def _audit(ws: Workspace, services: PanelServices) -> QWidget:
@@ -69,5 +78,6 @@ PANELS: list[PanelSpec] = [
     PanelSpec("audit", "Audit", _audit, "right"),
     PanelSpec("export", "Export", _export, "right"),
     PanelSpec("shapes", "Shapes", _shapes, "right"),
-    PanelSpec("run", "Run", _run, "bottom"),
+    PanelSpec("run", "Run", _run, "central",
+              "time the archive's generator on a device, charted live"),
 ]

@@ -7,6 +7,15 @@ a glance; results save as CSV/JSON and the chart as PNG.
 
 The window process never imports torch: whether it is installed is asked of
 importlib (find_spec), and the devices come from the devices job.
+
+The options fit the archive: its batch and seq_len ranges (read from its JSON by
+inspector/core/run_ranges.py, the same functions the CLI uses) set the Batch and
+Max tokens boxes' ranges and defaults; a remembered or typed value is kept, clamped
+into them. What the archive cannot run is said under the options, naming the
+window's controls, before any child starts.
+
+In the window it is a mode of its own (registry area "central"): options on the left,
+the chart over the stats table on the right, a traceback below them at full width.
 """
 
 from __future__ import annotations
@@ -15,11 +24,12 @@ import csv
 import importlib.util
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -32,6 +42,7 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QProgressBar,
     QPushButton,
+    QSizePolicy,
     QSpinBox,
     QSplitter,
     QTableWidget,
@@ -41,6 +52,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from inspector.core.archive import open_archive
+from inspector.core.run_ranges import (
+    DEFAULT_BATCH,
+    DEFAULT_MAX_TOKENS,
+    GeneratorRanges,
+    run_defaults,
+    run_problems,
+)
 from inspector.ui.device_list import DeviceSource, fill_combo
 from inspector.ui.job_runner import (
     MODES,
@@ -51,14 +70,49 @@ from inspector.ui.job_runner import (
     RunSpec,
     RunSpecError,
 )
+from inspector.ui.tasks import TaskGroup
 from inspector.ui.widgets.latency_chart import LatencyChart, Series
+from inspector.ui.widgets.plain import plain_tooltip
 from inspector.ui.widgets.status_area import StatusArea
+from inspector.ui.widgets.theme import current_theme
 from inspector.ui.workspace import Workspace
 
 STAT_COLUMNS = ("Run", "p50 ms", "p90 ms", "p99 ms", "tokens/s", "total ms", "encoder ms",
                 "tokens")
 RUN_OPTIONS_KEY = "run/last_options"  # QSettings: the options of the last run, as JSON
 LIVE_ROW_EVERY = 8  # chart frames between live stats updates (~4 Hz)
+BATCH_BOX_MAX = 4096  # RunSpec.validate's limit, when the archive sets none
+OPTIONS_WIDTH = 300  # the options column; the chart takes the rest
+
+# The run job's messages are shared with the CLI and may name its flags; in the
+# window they name the controls instead.
+_FLAG_WORDS = (
+    (re.compile(r"\s*\(--trust on the command line\)"), ""),
+    (re.compile(r"\bonly with --trust\b"), "only if you trust it"),
+    (re.compile(r"--mode (\w+)"), r"Mode \1"),
+    (re.compile(r"--max-tokens\b"), "Max tokens"),
+    (re.compile(r"--batch\b"), "Batch"),
+    (re.compile(r"--precision\b"), "Precision"),
+    (re.compile(r"--device\b"), "Device"),
+    (re.compile(r"--repeats\b"), "Repeats"),
+    (re.compile(r"--warmup\b"), "Warm-up"),
+    (re.compile(r"--compile\b"), "torch.compile"),
+)
+
+
+def window_terms(message: str) -> str:
+    """A job message as the window says it: controls, not CLI flags."""
+    for pattern, words in _FLAG_WORDS:
+        message = pattern.sub(words, message)
+    return message
+
+
+def read_ranges(path: str) -> GeneratorRanges:
+    """The generator's ranges of an archive no document holds (JSON only)."""
+    with open_archive(path) as archive:
+        from inspector.core.run_ranges import generator_ranges
+
+        return generator_ranges(archive)
 
 
 def torch_available() -> bool:
@@ -99,6 +153,10 @@ class RunPanel(QWidget):
         self.runner = JobRunner(self)
         self.records: list[RunRecord] = []
         self.archive: str | None = None
+        self.tasks = TaskGroup(self.workspace.pool, self)  # reads an archive's ranges
+        self.ranges: GeneratorRanges | None = None  # of self.archive, once read
+        self._chosen: dict[str, int] = {}  # Batch / Max tokens as the user set them
+        self._applying = False  # the panel itself is setting the boxes
         self._current: RunRecord | None = None
         self._resume_trusted = False  # rerun with --trust once the refused child is gone
         self._failure_code: str | None = None  # of the failure being reported
@@ -116,16 +174,20 @@ class RunPanel(QWidget):
         self.chart.redrawn.connect(self._refresh_live_row)
         self.workspace.documentOpened.connect(lambda doc: self.set_archive(str(doc.path)))
         self.workspace.currentChanged.connect(lambda _doc: self._follow_current())
+        self.workspace.documentClosed.connect(self._document_closed)
         self.has_torch = torch_available()
         self._restore()
         self._update_enabled()
 
     # -- layout --
     def _build(self) -> None:
-        self.archive_label = QLabel("No archive: open one exported by pt2-inspector "
-                                    "(it carries the encoder and decoder programs).")
-        self.archive_label.setWordWrap(True)
-        self.archive_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.archive_box = QComboBox()
+        self.archive_box.setObjectName("runArchive")
+        self.archive_box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.archive_box.setMinimumContentsLength(12)
+        self.archive_box.setPlaceholderText("open an archive exported by pt2-inspector")
+        self.archive_box.setToolTip("the archive to run (one exported by pt2-inspector: it "
+                                    "carries the encoder and decoder programs)")
         self.torch_banner = QLabel(
             "Running needs torch, which is not installed in this Python: the viewer, audit "
             "and retarget work without it. Install it with <code>pip install torch</code> "
@@ -154,8 +216,18 @@ class RunPanel(QWidget):
         for p in PRECISIONS:
             self.precision.addItem(p, p)
         self.precision.setToolTip("fp32, or bf16 autocast")
-        self.batch = self._spin(1, 4096, 1, "images per generation")
-        self.max_tokens = self._spin(1, SEQ_LEN_LIMIT, 64, "stop after this many tokens")
+        self.batch = self._spin(1, BATCH_BOX_MAX, DEFAULT_BATCH, "images per generation")
+        self.max_tokens = self._spin(1, SEQ_LEN_LIMIT, DEFAULT_MAX_TOKENS,
+                                     "stop after this many tokens")
+        for key, spin in (("batch", self.batch), ("max_tokens", self.max_tokens)):
+            spin.valueChanged.connect(lambda v, k=key: self._chose(k, v))
+        # What the archive cannot run, under the options (plain text, error colour).
+        self.problem = QLabel()
+        self.problem.setObjectName("runProblem")
+        self.problem.setTextFormat(Qt.TextFormat.PlainText)
+        self.problem.setWordWrap(True)
+        self.problem.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.problem.hide()
         self.warmup = self._spin(0, 100, 1, "untimed generations first (compile happens here)")
         self.repeats = self._spin(1, 1000, 1, "timed generations")
         self.run_button = QPushButton("Run")
@@ -177,7 +249,7 @@ class RunPanel(QWidget):
         self.stats.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.stats.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
         self.stats.horizontalHeader().setSectionResizeMode(0, QHeaderView.Stretch)
-        self.status_area = StatusArea(details_height=160)
+        self.status_area = StatusArea(details_height=16777215)
         self.status = self.status_area.label  # the status line (plain text)
         self.details_button = self.status_area.details_button
         self.details = self.status_area.details
@@ -187,10 +259,11 @@ class RunPanel(QWidget):
         self.save_results_button.setToolTip("per-token times and summaries as CSV or JSON")
         self.save_chart_button = QPushButton("Save chart…")
         self.save_chart_button.setToolTip("the latency chart as PNG")
-        # Left: a narrow column of options; right: the chart over the stats. The Run
-        # dock shares the bottom area with the source pane, so it is wide and short.
+        # Left: a column of options; right: the chart over the stats, and a failure's
+        # details below them at full width (a traceback wants the width).
         form = QFormLayout()
         form.setFieldGrowthPolicy(QFormLayout.AllNonFixedFieldsGrow)
+        form.addRow("Archive", self.archive_box)
         form.addRow("Device", self._pair(self.device, self.refresh_devices))
         form.addRow("Mode", self._pair(self.mode, self.compile))
         form.addRow("Precision", self.precision)
@@ -206,32 +279,43 @@ class RunPanel(QWidget):
         save_row.addWidget(self.save_results_button)
         save_row.addWidget(self.save_chart_button)
         left = QWidget()
-        left.setMaximumWidth(340)
+        left.setObjectName("runOptions")
+        left.setFixedWidth(OPTIONS_WIDTH)
         col = QVBoxLayout(left)
         col.setContentsMargins(0, 0, 0, 0)
-        col.addWidget(self.archive_label)
         col.addWidget(self.torch_banner)
         col.addLayout(form)
+        col.addWidget(self.problem)
         col.addLayout(run_row)
         col.addWidget(self.progress)
         col.addWidget(self.status_area)
         col.addStretch(1)
         col.addLayout(save_row)
 
-        right = QSplitter(Qt.Orientation.Vertical)
-        right.addWidget(self.chart)
-        right.addWidget(self.stats)
-        right.setStretchFactor(0, 3)
-        right.setStretchFactor(1, 1)
-        right.setChildrenCollapsible(False)
-        self.stats.setMinimumHeight(70)
+        self.right = QSplitter(Qt.Orientation.Vertical)
+        self.right.setObjectName("runSplit")
+        self.right.addWidget(self.chart)
+        self.right.addWidget(self.stats)
+        # the Details part of the status area lives here, wide (StatusArea toggles it)
+        self.details.setMaximumHeight(16777215)
+        self.details.setMinimumHeight(80)
+        self.right.addWidget(self.details)
+        self.right.setStretchFactor(0, 3)
+        self.right.setStretchFactor(1, 1)
+        self.right.setStretchFactor(2, 1)
+        self.right.setChildrenCollapsible(False)
+        self.chart.setMinimumHeight(180)
+        self.stats.setMinimumHeight(90)
+        self.chart.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         body = QHBoxLayout()
         body.addWidget(left)
-        body.addWidget(right, 1)
+        body.addWidget(self.right, 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addLayout(body, 1)
 
+        self.archive_box.activated.connect(self._archive_picked)
+        self.details_button.toggled.connect(self._details_toggled)
         self.run_button.clicked.connect(self.start_run)
         self.stop_button.clicked.connect(self.stop)
         self.clear_button.clicked.connect(self.clear)
@@ -257,19 +341,151 @@ class RunPanel(QWidget):
 
     # -- archive and devices --
     def set_archive(self, path: str | None) -> None:
-        self.archive = str(path) if path else None
-        if self.archive:
-            self.archive_label.setText(f"Archive: <b>{_html(Path(self.archive).name)}</b>")
-            self.archive_label.setToolTip(self.archive)
+        path = str(path) if path else None
+        changed = path != self.archive
+        self.archive = path
+        self._fill_archives()
+        if changed and not self.runner.is_running():
+            # what was said about the previous archive (a failure, its traceback) is stale
+            self._clear_message()
+            self.progress.setTextVisible(True)
+            self.progress.setValue(0)
+            self.progress.setFormat("idle")
+        if changed:
+            self.ranges = None
+            self._apply_ranges()
+            if path:
+                self._read_ranges(path)
         self._update_enabled()
 
     def _follow_current(self) -> None:
         path = self.workspace.current_path()
         if path:
             self.set_archive(path)
+        else:
+            self._fill_archives()
+
+    def _document_closed(self, doc) -> None:
+        if self.archive and doc.is_file(self.archive):
+            self.set_archive(self.workspace.current_path())  # None: nothing to run
+        else:
+            self._fill_archives()
+
+    def _fill_archives(self) -> None:
+        """The open documents (and a standalone archive), the one to run selected."""
+        paths = [str(d.path) for d in self.workspace.documents]
+        if self.archive and self.archive not in paths:
+            paths.append(self.archive)
+        box = self.archive_box
+        box.blockSignals(True)
+        box.clear()
+        for p in paths:
+            box.addItem(Path(p).name, p)
+            box.setItemData(box.count() - 1, plain_tooltip(p), Qt.ToolTipRole)
+        box.setCurrentIndex(paths.index(self.archive) if self.archive in paths else -1)
+        box.blockSignals(False)
+
+    def _archive_picked(self, index: int) -> None:
+        path = self.archive_box.itemData(index)
+        doc = self.workspace.find(path) if path else None
+        if doc is not None:
+            self.workspace.set_current(doc)  # the window shows its tab: one current archive
+        self.set_archive(path)
+
+    # -- the archive's ranges --
+    def _read_ranges(self, path: str) -> None:
+        from inspector.core.run_ranges import generator_ranges
+
+        doc = self.workspace.find(path)
+        done = lambda ranges, p=path: self._ranges_read(p, ranges)  # noqa: E731
+        failed = lambda _msg, _det: None  # noqa: E731  (the run job says why, if run)
+        if doc is not None:  # its archive is open already: programs parsed once
+            doc.tasks.start(generator_ranges, doc.archive, on_done=done, on_fail=failed,
+                            key="run-ranges")
+        else:
+            self.tasks.start(read_ranges, path, on_done=done, on_fail=failed, key="run-ranges")
+
+    def _ranges_read(self, path: str, ranges: GeneratorRanges) -> None:
+        if path != self.archive:
+            return  # another archive was chosen meanwhile
+        self.ranges = ranges
+        self._apply_ranges()
+        self._update_enabled()
+
+    def _chose(self, key: str, value: int) -> None:
+        if not self._applying:
+            self._chosen[key] = value
+
+    def _apply_ranges(self) -> None:
+        """Batch and Max tokens: the archive's ranges, its defaults where the user
+        chose nothing, the user's choice (remembered or typed) clamped into them."""
+        r = self.ranges
+        defaults = run_defaults(r) if r is not None else None
+        b = r.batch if r is not None else None
+        lo, hi = 1, BATCH_BOX_MAX
+        if b is not None:
+            lo = max(1, b.min)
+            hi = max(lo, min(BATCH_BOX_MAX, b.max if b.max is not None else BATCH_BOX_MAX))
+        batch_tip = "images per generation"
+        if b is not None:
+            batch_tip += (f" (the archive's batch size is fixed at {b.min})" if b.static else
+                          f" (the archive accepts {lo} to {hi})")
+        tokens_hi = SEQ_LEN_LIMIT
+        seq = r.seq if r is not None else None
+        if seq is not None and seq.max is not None:
+            tokens_hi = max(1, min(SEQ_LEN_LIMIT, seq.max))
+        tokens_tip = "stop after this many tokens"
+        if tokens_hi < SEQ_LEN_LIMIT:
+            tokens_tip += f" (at most {tokens_hi}: the archive's seq_len range ends there)"
+        self._applying = True
+        try:
+            for key, spin, low, high, default, tip in (
+                    ("batch", self.batch, lo, hi,
+                     defaults.batch if defaults else DEFAULT_BATCH, batch_tip),
+                    ("max_tokens", self.max_tokens, 1, tokens_hi,
+                     defaults.max_tokens if defaults else DEFAULT_MAX_TOKENS, tokens_tip)):
+                spin.setRange(low, high)
+                spin.setValue(min(max(self._chosen.get(key, default), low), high))
+                spin.setToolTip(tip)
+        finally:
+            self._applying = False
+        self._show_problems()
+
+    def problems(self) -> list[str]:
+        """Why the archive cannot run with these options, in the window's words."""
+        r = self.ranges
+        if r is None:
+            return []
+        out = [f"Batch: {m}" for m in run_problems(GeneratorRanges(r.batch, None),
+                                                     self.batch.value())]
+        out += [f"This archive cannot be run: {m} (Export panel)"
+                for m in run_problems(GeneratorRanges(None, r.seq), None)]
+        return out
+
+    def _show_problems(self) -> None:
+        found = self.problems()
+        self.problem.setText("\n".join(found))
+        self.problem.setStyleSheet(f"color: {current_theme().severity['error'].name()};")
+        self.problem.setVisible(bool(found))
 
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
+        if not getattr(self, "_split_set", False):
+            QTimer.singleShot(0, self, self._initial_split)  # once laid out
+
+    def _details_toggled(self, on: bool) -> None:
+        """The traceback opens under the stats at full width, with room to read it."""
+        if on:
+            h = max(self.right.height(), 300)
+            self.right.setSizes([int(h * 0.5), int(h * 0.18), int(h * 0.32)])
+
+    def _initial_split(self) -> None:
+        h = self.right.height()
+        if getattr(self, "_split_set", False) or h < 300:
+            return
+        # the chart is what one watches: most of the height, the table the rest
+        self._split_set = True
+        self.right.setSizes([int(h * 0.68), int(h * 0.32), int(h * 0.25)])
         # The devices job imports torch (seconds of CPU): only once someone looks.
         if self.devices is not None and self.has_torch:
             self.devices.ensure()
@@ -281,10 +497,11 @@ class RunPanel(QWidget):
     def _update_enabled(self) -> None:
         running = self.runner.is_running()
         self.torch_banner.setVisible(not self.has_torch)
-        self.run_button.setEnabled(self.has_torch and bool(self.archive) and not running)
+        self.run_button.setEnabled(self.has_torch and bool(self.archive) and not running
+                                   and not self.problems())
         self.stop_button.setEnabled(running)
-        for w in (self.device, self.mode, self.compile, self.precision, self.batch,
-                  self.max_tokens, self.warmup, self.repeats):
+        for w in (self.archive_box, self.device, self.mode, self.compile, self.precision,
+                  self.batch, self.max_tokens, self.warmup, self.repeats):
             w.setEnabled(not running and self.has_torch)
         has_data = any(r.series.n for r in self.records)
         self.save_results_button.setEnabled(has_data and not running)
@@ -292,6 +509,8 @@ class RunPanel(QWidget):
         self.clear_button.setEnabled(bool(self.records) and not running)
 
     def _restore(self) -> None:
+        """The last run's options; Batch and Max tokens as choices that the next
+        archive's ranges clamp (_apply_ranges)."""
         from inspector.ui import settings as keys
 
         try:
@@ -328,13 +547,16 @@ class RunPanel(QWidget):
                        repeats=self.repeats.value(), trust=trust)
 
     def start_run(self, trust: bool = False) -> bool:
-        if not self.has_torch or not self.archive:
-            return False
-        self._follow_current()
+        if not self.has_torch or not self.archive or self.runner.is_running():
+            return False  # (running: the Run button is disabled too)
         try:
             spec = self.spec(trust=bool(trust)).validate()
         except RunSpecError as exc:
             self._show_error(str(exc), "")
+            return False
+        problems = self.problems()
+        if problems:
+            self._show_problems()
             return False
         self._clear_message()
         self._remember(spec)
@@ -348,6 +570,7 @@ class RunPanel(QWidget):
         self._current = record
         self._add_row(record)
         self.runner.start("run", spec.to_argv())
+        self.progress.setTextVisible(True)
         self.progress.setValue(0)
         self.progress.setFormat("starting…")
         self._update_enabled()
@@ -362,6 +585,8 @@ class RunPanel(QWidget):
     def shutdown(self) -> None:
         self.runner.shutdown()
         self.chart.timer.stop()
+        self.tasks.cancel()
+        self.tasks.wait(5000)
 
     def clear(self) -> None:
         if self.runner.is_running():
@@ -397,6 +622,8 @@ class RunPanel(QWidget):
         self.chart.redraw(force_hist=True)
         self._fill_row(self.records.index(record), record)
         tps = record.result.get("tokens_per_s")
+        self.progress.setValue(1000)
+        self.progress.setFormat("done")
         self.status_area.set_status(
             f"{record.label}: {record.result.get('tokens', '?')} tokens, "
             f"p50 {_num(record.result.get('p50_ms'))} ms, {_num(tps)} tokens/s "
@@ -431,7 +658,7 @@ class RunPanel(QWidget):
         record, self._current = self._current, None
         if record is not None and record.state == "running":
             record.state = "stopped"
-        if not self.progress.format().startswith(("done", "failed")):
+        if self.progress.isTextVisible() and not self.progress.format().startswith("done"):
             self.progress.setFormat("idle" if record is None else record.state)
         if record is not None and record in self.records:
             self._fill_row(self.records.index(record), record)
@@ -536,8 +763,11 @@ class RunPanel(QWidget):
 
     # -- messages --
     def _show_error(self, message: str, details: str) -> None:
-        self.progress.setFormat("failed")
-        self.status_area.set_status(f"Run failed: {message}", error=True)
+        # The bar empties and says nothing: the failure is the red line under it
+        # (text drawn over a half-filled bar is hard to read).
+        self.progress.setValue(0)
+        self.progress.setTextVisible(False)
+        self.status_area.set_status(f"Run failed: {window_terms(message)}", error=True)
         self.status_area.details.setPlainText(details or message)
         self.details_button.setVisible(bool(details))
 
@@ -560,7 +790,3 @@ def _qcolor(color: str):
     from PySide6.QtGui import QBrush, QColor
 
     return QBrush(QColor(color))
-
-
-def _html(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -6,14 +6,16 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTreeWidget, QTreeWidgetItem, QWidget
 
 from inspector.core.audit import ERROR, INFO, RULE_TITLES, RULES, WARNING, Finding
+from inspector.ui.widgets.plain import WrappingDelegate
 
 SEVERITY_COLORS = {ERROR: "#d32f2f", WARNING: "#f9a825", INFO: "#1e88e5"}
 FINDING_ROLE = Qt.ItemDataRole.UserRole + 1
+PREFERRED_HEIGHT = 120
 
 
 def _dot(color: str) -> QIcon:
@@ -37,13 +39,20 @@ class FindingsTree(QTreeWidget):
         super().__init__(parent)
         self.setColumnCount(len(self.HEADERS))
         self.setHeaderLabels(self.HEADERS)
-        self.setUniformRowHeights(True)
         self.setAlternatingRowColors(True)
         self.setSelectionMode(QAbstractItemView.SingleSelection)
         self.header().setSectionResizeMode(0, QHeaderView.Stretch)
         self.header().setSectionResizeMode(1, QHeaderView.ResizeToContents)
         self.header().setStretchLastSection(False)
+        # Rule titles wrap in a narrow dock rather than end in "…".
+        self.setItemDelegate(WrappingDelegate(self))
         self._icons = {sev: _dot(color) for sev, color in SEVERITY_COLORS.items()}
+
+    def sizeHint(self) -> QSize:  # noqa: N802
+        # Modest: the panel sits in a scroll area that sizes it by preferred heights;
+        # the tree still takes whatever room the dock has (it expands).
+        hint = super().sizeHint()
+        return QSize(hint.width(), min(hint.height(), PREFERRED_HEIGHT))
 
     def show_findings(self, findings: list[Finding]) -> None:
         self.clear()
@@ -56,8 +65,9 @@ class FindingsTree(QTreeWidget):
             counts = Counter(f.severity for f in items)
             summary = ", ".join(plural(counts[s], s) for s in (ERROR, WARNING, INFO) if counts[s])
             title = f"{RULE_TITLES.get(rule, rule)}  ({len(items)})"
-            top = QTreeWidgetItem([title, summary])
-            top.setToolTip(0, title)
+            # the severities as the tooltip: the Where column stays narrow (line numbers)
+            top = QTreeWidgetItem([title, ""])
+            top.setToolTip(0, f"{html(title)}<br>{html(summary)}")
             top.setIcon(0, self._icons[worst])
             font = top.font(0)
             font.setBold(True)

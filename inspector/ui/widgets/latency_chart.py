@@ -22,6 +22,8 @@ from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
 REDRAW_MS = 33  # ~30 Hz
 HIST_EVERY = 15  # the histogram moves its axes on each update: every 15th frame (~2 Hz)
 HIST_BINS = 40
+EMPTY_TOKENS = 64  # x axis of an empty chart (the default max tokens)
+EMPTY_TOP = 10  # y axes of an empty chart: whole numbers, from zero
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
            "#e377c2", "#17becf", "#bcbd22", "#7f7f7f")
 
@@ -39,6 +41,7 @@ class Series:
     hist: Any = None
     drawn: int = -1  # samples shown by the last redraw
     hist_drawn: int = -1
+    expected: int = 0  # samples the run will send (0 once it ended: only n counts)
 
     def append(self, value: float) -> None:
         if self.n == len(self.ms):  # double: amortised O(1) appends
@@ -98,6 +101,12 @@ class LatencyChart(QWidget):
         self.hist_plot.setLabel("bottom", "latency (ms)")
         self.hist_plot.setLabel("left", "tokens")
         self.hist_plot.showGrid(x=False, y=True, alpha=0.2)
+        self.hist_plot.setMouseEnabled(x=False, y=False)
+        self.hist_plot.enableAutoRange(x=False, y=False)
+        for w in (self.plot, self.hist_plot):
+            for name in ("left", "bottom"):
+                # "tokens (x0.001)" on an empty chart: the labels say the unit already
+                w.getAxis(name).enableAutoSIPrefix(False)
         split = QSplitter(orientation)
         split.addWidget(self.plot)
         split.addWidget(self.hist_plot)
@@ -110,6 +119,20 @@ class LatencyChart(QWidget):
         self.timer = QTimer(self)
         self.timer.setInterval(REDRAW_MS)
         self.timer.timeout.connect(self.redraw)
+        # Said on the empty chart, at a fixed spot of the view (not data coordinates).
+        self._placeholder = pg.LabelItem("No runs yet: choose the options and press Run",
+                                         color=self.palette().color(QPalette.ColorRole.PlaceholderText))
+        self._placeholder.setParentItem(self.plot.plotItem.vb)
+        self._placeholder.anchor(itemPos=(0.5, 0.5), parentPos=(0.5, 0.5))
+        self._empty_ranges()
+
+    def _empty_ranges(self) -> None:
+        """No data: axes from zero with round tops, never negative or tiny ranges."""
+        self.plot.setXRange(0, EMPTY_TOKENS, padding=0)
+        self.plot.setYRange(0, EMPTY_TOP, padding=0)
+        self.hist_plot.setXRange(0, EMPTY_TOP, padding=0)
+        self.hist_plot.setYRange(0, EMPTY_TOP, padding=0)
+        self._placeholder.setVisible(True)
 
     def apply_palette(self) -> None:
         """Follow the application's light/dark palette (pyqtgraph defaults to black)."""
@@ -137,11 +160,11 @@ class LatencyChart(QWidget):
     # -- data --
     def add_series(self, label: str, expected: int = 0) -> Series:
         color = PALETTE[len(self.series) % len(PALETTE)]
-        s = Series(label, color)
+        s = Series(label, color, expected=expected)
         s.reserve(expected)
-        if expected > self._x_top:
-            self._x_top = float(expected)
-            self.plot.setXRange(0, self._x_top, padding=0.02)
+        self.series.append(s)
+        self._placeholder.setVisible(False)
+        self._fit_x()
         pen = pg.mkPen(color, width=1.6)
         s.curve = self.plot.plot([], [], pen=pen, name=label)
         s.curve.setDownsampling(auto=True, method="peak")
@@ -151,7 +174,6 @@ class LatencyChart(QWidget):
         s.hist = pg.PlotDataItem([0, 0], [0], stepMode="center", fillLevel=0,
                                  brush=fill, pen=pg.mkPen(color, width=1.2))
         self.hist_plot.addItem(s.hist)
-        self.series.append(s)
         if not self.timer.isActive():
             self.timer.start()
         return s
@@ -161,16 +183,28 @@ class LatencyChart(QWidget):
             self.plot.removeItem(s.curve)
             self.hist_plot.removeItem(s.hist)
             self.series.remove(s)
+            if not self.series:
+                self._x_top = self._y_top = 0.0
+                self._empty_ranges()
+                return
+            self._fit_x()
+            self._fit_y(shrink=True)
 
     def clear(self) -> None:
         for s in list(self.series):
             self.remove_series(s)
         self._x_top = self._y_top = 0.0
         self.plot.plotItem.legend.clear()
+        self._empty_ranges()
 
     def stop(self) -> None:
-        """Final redraw, then no more timer ticks until a series is added."""
+        """Final redraw, then no more timer ticks until a series is added. The runs
+        have ended: the x axis fits the samples there are, not the ones a stopped run
+        was going to send (the next run is not squeezed into a corner)."""
+        for s in self.series:
+            s.expected = 0
         self.redraw(force_hist=True)
+        self._fit_x()
         self.timer.stop()
 
     # -- drawing --
@@ -194,28 +228,58 @@ class LatencyChart(QWidget):
 
     def _fit_ranges(self) -> None:
         n = max((s.n for s in self.series), default=0)
-        peak = max((s.peak for s in self.series), default=0.0)
         if n > self._x_top:
             self._x_top = float(nice_ceiling(n * 1.25))
-            self.plot.setXRange(0, self._x_top, padding=0.02)
-        if peak > self._y_top or (0 < peak < self._y_top / 8):
-            self._y_top = nice_ceiling(peak * 1.1)
-            self.plot.setYRange(0, self._y_top, padding=0)
+            self.plot.setXRange(0, self._x_top, padding=0)
+        self._fit_y()
+
+    def _fit_x(self) -> None:
+        """The x axis from the samples drawn and those running runs announced."""
+        want = max((max(s.n, s.expected) for s in self.series), default=0)
+        if want <= 0:
+            self._x_top = 0.0
+            self.plot.setXRange(0, EMPTY_TOKENS, padding=0)
+            return
+        top = float(nice_ceiling(want))
+        if top != self._x_top:
+            self._x_top = top
+            self.plot.setXRange(0, top, padding=0)
+
+    def _fit_y(self, shrink: bool = False) -> None:
+        peak = max((s.peak for s in self.series), default=0.0)
+        if peak <= 0:
+            if shrink:
+                self._y_top = 0.0
+                self.plot.setYRange(0, EMPTY_TOP, padding=0)
+            return
+        if peak > self._y_top or peak < self._y_top / 8 or shrink:
+            top = nice_ceiling(peak * 1.1)
+            if top != self._y_top:
+                self._y_top = top
+                self.plot.setYRange(0, top, padding=0)
 
     def _redraw_histograms(self) -> None:
         filled = [s for s in self.series if s.n]
         if not filled:
+            self.hist_plot.setXRange(0, EMPTY_TOP, padding=0)
+            self.hist_plot.setYRange(0, EMPTY_TOP, padding=0)
             return
         lo = min(float(s.values().min()) for s in filled)
         hi = max(float(s.values().max()) for s in filled)
-        if hi <= lo:
-            hi = lo + 1e-3
+        if hi <= lo:  # one value: a bar of some width around it
+            lo, hi = max(0.0, lo - max(lo * 0.05, 1e-3)), hi + max(hi * 0.05, 1e-3)
         edges = np.linspace(lo, hi, HIST_BINS + 1)
         # Shared bins, so overlaid runs compare bar for bar.
+        tallest = 0
         for s in filled:
             counts, _ = np.histogram(s.values(), bins=edges)
             s.hist.setData(edges, counts)
             s.hist_drawn = s.n
+            tallest = max(tallest, int(counts.max()))
+        # Set, not auto-ranged: counts start at 0 and the bins span the data.
+        pad = (hi - lo) * 0.03
+        self.hist_plot.setXRange(max(0.0, lo - pad), hi + pad, padding=0)
+        self.hist_plot.setYRange(0, nice_ceiling(tallest * 1.1), padding=0)
 
     def save_png(self, path: str, width: int = 1600) -> None:
         """The latency chart as a PNG (pyqtgraph's ImageExporter)."""

@@ -215,17 +215,23 @@ class ListingView(QAbstractScrollArea):
         elif line >= first + rows - 1:
             bar.setValue(line - rows + 2)
 
-    def ensure_columns_visible(self, start: int, end: int) -> None:
-        """Scroll horizontally so columns [start, end) show (a match far right)."""
+    def ensure_columns_visible(self, start: int, end: int, keep: int | None = None) -> None:
+        """Scroll horizontally so columns [start, end) show (a match far right).
+        `keep`: a column that must stay in view (the node's name), even when that
+        leaves the end of a match beyond a narrow viewport cut off."""
         bar = self.horizontalScrollBar()
         width = self.viewport().width() - self._gutter - 8
         x0, x1 = start * self._cw, end * self._cw
-        if x0 < bar.value():
-            bar.setValue(int(max(0.0, x0 - width / 3)))
-        elif x1 > bar.value() + width:
+        value = bar.value()
+        if x0 < value:
+            value = int(max(0.0, x0 - width / 3))
+        elif x1 > value + width:
             # scroll just enough: keep as much of the line's start (the value
             # name and its type) in view as the match allows
-            bar.setValue(int(max(0.0, min(x0, x1 - width + 4 * self._cw))))
+            value = int(max(0.0, min(x0, x1 - width + 4 * self._cw)))
+        if keep is not None:
+            value = min(value, int(keep * self._cw))
+        bar.setValue(value)
 
     def first_visible_line(self) -> int:
         return self.verticalScrollBar().value()

@@ -7,6 +7,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHeaderView, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from inspector.core.document import ProgramView
+from inspector.ui.widgets.plain import plain_tooltip
 
 PATH_ROLE = Qt.ItemDataRole.UserRole
 
@@ -24,12 +25,16 @@ class ModuleTree(QWidget):
         self.tree.setUniformRowHeights(True)
         self.tree.setAlternatingRowColors(True)
         header = self.tree.header()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
+        # The module names are what one reads (`h.0`, `attn`): their column fits them
+        # and never shrinks; the class column takes what is left (elided, full class in
+        # the tooltip), and a narrow dock scrolls sideways rather than hide names.
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(False)
         header.setMinimumSectionSize(40)
-        header.resizeSection(1, 120)
+        self.tree.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.tree.setIndentation(12)  # deep models: names, not indentation, get the width
         self.tree.itemSelectionChanged.connect(self._selected)
         lay.addWidget(self.tree)
         self._items: dict[str, QTreeWidgetItem] = {}
@@ -69,7 +74,8 @@ class ModuleTree(QWidget):
                 label = label or "(root)"
                 item = QTreeWidgetItem([label, info.cls, f"{totals.get(path, 0):,}"])
                 item.setData(0, PATH_ROLE, path)
-                item.setToolTip(0, path or "(root)")
+                item.setToolTip(0, plain_tooltip(path or "(root)"))
+                item.setToolTip(1, plain_tooltip(info.cls))
                 item.setTextAlignment(2, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 if parent is None:
                     self.tree.addTopLevelItem(item)

@@ -212,6 +212,23 @@ class SourcePane(QWidget):
         self.prev_btn.setEnabled(count > 0)
         self.next_btn.setEnabled(count > 0)
 
+    def show_message(self, text: str) -> None:
+        """No frame to show (a line without a node, a node without a stack trace):
+        say why instead of keeping the previous node's source."""
+        self.frame = None
+        self.missing = True  # no file: a click in the editor selects no nodes
+        self._file = None
+        from html import escape
+
+        # the header is rich text for frames; escaped here, so `text` stays plain
+        self.header.setText(f"<span style='color:gray'>{escape(text)}</span>")
+        self.header.setToolTip("")
+        self.highlighter.spans = {}
+        self.editor.setPlainText("")
+        self.editor.setExtraSelections([])
+        self.set_node_count(0)
+        self.nodes_label.setText("")
+
     def set_theme(self, theme: Theme) -> None:
         self.theme = theme
         self.highlighter.theme = theme

@@ -75,15 +75,21 @@ def build_menus(w: MainWindow) -> None:
          ["Ctrl+Shift+H"])
 
     w.view_menu = bar.addMenu("&View")
+    # the modes first (Listing, then each dashboard panel: window.add_page inserts them)
+    w.view_menu.addAction(w.modes.actions["listing"])
+    w._modes_end = w.view_menu.addSeparator()
     for dock in (w.dock_modules, w.dock_details, w.dock_source, w.dock_tables):
         w.view_menu.addAction(dock.toggleViewAction())
     w.dock_modules.toggleViewAction().setShortcut(QKeySequence("Ctrl+Shift+M"))
     w.dock_details.toggleViewAction().setShortcut(QKeySequence("Ctrl+Shift+I"))
     w.dock_source.toggleViewAction().setShortcut(QKeySequence("Ctrl+Shift+S"))
     w.dock_tables.toggleViewAction().setShortcut(QKeySequence("Ctrl+Shift+T"))
-    w.view_menu.addSeparator()
+    w._docks_end = w.view_menu.addSeparator()  # docked panels' entries go before it
     _act(w, w.view_menu, "Fold &Library Frames", lambda: w.details.set_fold(not w.details.fold),
          ["Ctrl+Shift+F"])
+    w.view_menu.addSeparator()
+    w.act_reset_layout = _act(w, w.view_menu, "&Reset Layout", w.reset_layout, None,
+                              "Every pane back in its place, sized for this window")
 
     help_menu = bar.addMenu("&Help")
     _act(w, help_menu, "&About PT2 Inspector", lambda: _about(w))

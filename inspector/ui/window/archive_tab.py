@@ -58,6 +58,7 @@ class ArchiveTab(QWidget):
         self.search.navigate.connect(self.next_match)
         self.search.closed.connect(self._close_search)
         self.listing.currentLineChanged.connect(self.currentLineChanged)
+        self.listing.currentLineChanged.connect(self._follow_match)
         self.listing.definitionRequested.connect(self.go_to_definition)
         self.listing.usersRequested.connect(lambda word, _line: self.usersRequested.emit(word))
         self.listing.set_definition_test(
@@ -82,6 +83,10 @@ class ArchiveTab(QWidget):
             self.search.emit_query()
         first = next((i for i, n in enumerate(view.listing.line_nodes) if n is not None), 0)
         self.listing.set_current_line(first)
+        # As opened: the top-left of the listing (its `def forward(...)` line), whatever
+        # the viewport's size was when the cursor was placed.
+        self.listing.verticalScrollBar().setValue(0)
+        self.listing.horizontalScrollBar().setValue(0)
 
     def view_completed(self, view: ProgramView) -> None:
         """The search index of a big program arrived after its first paint."""
@@ -178,12 +183,27 @@ class ArchiveTab(QWidget):
         i %= len(lines)
         self.listing.set_current_match(lines[i])
         self.jump_to(lines[i])
-        spans = self.result.spans(self.listing.line_text(lines[i]))
+        text = self.listing.line_text(lines[i])
+        spans = self.result.spans(text)
         if spans and self.result.query.text:
-            self.listing.ensure_columns_visible(*spans[0])
+            # the match, as far as the node's name (where the line's text starts) stays
+            # in view: a match is only worth reading next to what it belongs to
+            name_col = len(text) - len(text.lstrip())
+            self.listing.ensure_columns_visible(*spans[0], keep=name_col)
         elif spans:
             self.listing.horizontalScrollBar().setValue(0)
         self.search.set_status(i + 1, len(lines), ms=self.last_search_ms)
+
+    def _follow_match(self, line: int) -> None:
+        """The counter follows the cursor: "3 of 19" on a match (clicked, or reached by
+        F3), the total elsewhere; F3 then goes on from there."""
+        if not self.result or not self.result.lines:
+            return
+        lines = self.result.lines
+        i = bisect.bisect_left(lines, line)
+        on_match = i < len(lines) and lines[i] == line
+        self.listing.set_current_match(line if on_match else -1)
+        self.search.set_status(i + 1 if on_match else 0, len(lines), ms=self.last_search_ms)
 
     def _close_search(self) -> None:
         self.search.set_text("")

@@ -37,7 +37,8 @@ class DockedPanels:
     def __init__(self, devices: DeviceSource) -> None:
         self.devices = devices
         self.panels: dict[str, QWidget] = {}
-        self.docks: dict[str, QDockWidget] = {}
+        self.docks: dict[str, QDockWidget] = {}  # panels of the areas around the listing
+        self.pages: dict[str, QWidget] = {}  # "central" panels: modes of the window
 
     def __getattr__(self, key: str) -> Any:
         panels = self.__dict__.get("panels", {})
@@ -85,9 +86,13 @@ def install_panels(window: MainWindow, workspace: Workspace) -> DockedPanels:
             log.exception("building panel %s failed", spec.key)
             continue
         docked.panels[spec.key] = panel
-        docked.docks[spec.key] = window.add_panel(spec.title, panel, AREAS[spec.area])
-    # The run chart wants width: bottom panels share the bottom area with the source pane.
+        if spec.area == "central":  # a dashboard: a mode of the window, not a dock
+            window.add_page(spec.key, spec.title, panel, spec.tip)
+            docked.pages[spec.key] = panel
+        else:
+            docked.docks[spec.key] = window.add_panel(spec.title, panel, AREAS[spec.area])
     window.dock_source.raise_()
+    window.dock_details.raise_()
     window.installEventFilter(_CloseWatcher(window, docked))
     app = QCoreApplication.instance()
     if app is not None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, Qt, Signal
+from PySide6.QtCore import QByteArray, QSize, Qt, Signal
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QGuiApplication
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QScrollArea,
     QStackedWidget,
+    QTabBar,
     QTabWidget,
     QWidget,
 )
@@ -42,11 +43,22 @@ from inspector.ui.widgets.theme import current_theme
 from inspector.ui.window.actions import build_menus, fill_recent_menu
 from inspector.ui.window.archive_tab import ArchiveTab
 from inspector.ui.window.docks import DockedPanels, install_panels
+from inspector.ui.window.modes import LISTING, Modes
 from inspector.ui.window.welcome import WelcomePage
 from inspector.ui.workspace import Document, Workspace
 
 APP_TITLE = "PT2 Inspector"
 FILE_FILTER = "PyTorch export archives (*.pt2);;All files (*)"
+
+# Default dock sizes, as fractions of the window (and floors in pixels), so a layout
+# fits 1024x700 as well as 1920x1080.
+LEFT_FRACTION, LEFT_MIN = 0.2, 200  # module tree
+RIGHT_FRACTION, RIGHT_MIN = 0.30, 300  # details and the side panels
+BOTTOM_FRACTION, BOTTOM_MIN = 0.28, 130  # source, tables
+LISTING_MIN_WIDTH = 320
+# A saved layout is reused as it is only in a window of about the size it was saved in;
+# in a window this much larger or smaller, its docks get the default fractions again.
+RELAYOUT_RATIO = 1.15
 
 
 class MainWindow(QMainWindow):
@@ -71,6 +83,7 @@ class MainWindow(QMainWindow):
         self._source_nodes: list[int] = []
         self._auto_source = False  # the source pane follows the cursor: no highlight
         self._panels: list[QDockWidget] = []
+        self._home: list[tuple[QDockWidget, Qt.DockWidgetArea]] = []  # for Reset Layout
 
         self.stack = QStackedWidget(self)
         self.welcome = WelcomePage(self)
@@ -85,7 +98,10 @@ class MainWindow(QMainWindow):
         self.tabs.currentChanged.connect(self._tab_changed)
         self.stack.addWidget(self.welcome)
         self.stack.addWidget(self.tabs)
-        self.setCentralWidget(self.stack)
+        self.stack.setMinimumWidth(LISTING_MIN_WIDTH)
+        self.modes = Modes(self, self.stack)
+        self.setCentralWidget(self.modes.stack)
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.modes.bar)
 
         self.details = DetailsPane(self)
         self.details.linkActivated.connect(self._details_link)
@@ -102,6 +118,9 @@ class MainWindow(QMainWindow):
         self.dock_tables = self._dock("Tables", self.tables, Qt.DockWidgetArea.BottomDockWidgetArea)
         self.tabifyDockWidget(self.dock_source, self.dock_tables)
         self.dock_source.raise_()
+        self.dock_modules.setMinimumWidth(140)
+        for d in (self.dock_details, self.dock_source, self.dock_tables):
+            d.setMinimumSize(QSize(220, 90))
 
         self.status_label = QLabel("Open a .pt2 archive (Ctrl+O) or drop one here", self)
         self.cursor_label = QLabel("", self)
@@ -129,7 +148,9 @@ class MainWindow(QMainWindow):
         build_menus(self)
         self.job_panels: DockedPanels = install_panels(self, ws)
         self._restored = self._restore() if remember else False  # after the panels: their docks get their places
+        self._saved_size: QSize | None = self._saved_window_size() if self._restored else None
         self._update_empty()
+        self.modes.changed.connect(lambda _key: self._tidy_tab_bars())
         hints = QGuiApplication.styleHints()
         hints.colorSchemeChanged.connect(lambda _s: self.apply_theme())
 
@@ -139,6 +160,7 @@ class MainWindow(QMainWindow):
         dock.setObjectName(f"dock{title.replace(' ', '')}")
         dock.setWidget(widget)
         self.addDockWidget(area, dock)
+        self._home.append((dock, area))
         return dock
 
     def add_panel(self, title: str, widget: QWidget,
@@ -152,16 +174,48 @@ class MainWindow(QMainWindow):
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setWidget(widget)
         dock = self._dock(title, scroll, area)
+        # A side dock never gets narrower than its panel's reflowed minimum (which
+        # would crop it on the right); the listing keeps LISTING_MIN_WIDTH.
+        hint = widget.minimumSizeHint()
+        if area in (Qt.DockWidgetArea.RightDockWidgetArea, Qt.DockWidgetArea.LeftDockWidgetArea):
+            dock.setMinimumWidth(max(220, min(hint.width() + 16, RIGHT_MIN)))
+        else:
+            dock.setMinimumHeight(max(90, min(hint.height() + 16, BOTTOM_MIN)))
         if area == Qt.DockWidgetArea.RightDockWidgetArea:
             self.tabifyDockWidget(self.dock_details, dock)
             self.dock_details.raise_()
         elif area == Qt.DockWidgetArea.BottomDockWidgetArea:
             self.tabifyDockWidget(self.dock_source, dock)
             self.dock_source.raise_()
+        elif area == Qt.DockWidgetArea.LeftDockWidgetArea:
+            self.tabifyDockWidget(self.dock_modules, dock)
+            self.dock_modules.raise_()
         self._panels.append(dock)
         if hasattr(self, "view_menu"):
-            self.view_menu.addAction(dock.toggleViewAction())
+            self.view_menu.insertAction(self._docks_end, dock.toggleViewAction())
         return dock
+
+    def add_page(self, key: str, title: str, widget: QWidget, tip: str = "") -> None:
+        """A dashboard panel as a mode of the window (registry area "central"): the
+        whole central area, the listing's docks put away while it is shown."""
+        action = self.modes.add(key, title, widget, tip)
+        if hasattr(self, "view_menu"):
+            self.view_menu.insertAction(self._modes_end, action)
+
+    def set_mode(self, key: str) -> None:
+        """"listing" or a central panel's key."""
+        self.modes.set_mode(key)
+
+    def show_panel(self, key: str) -> QWidget:
+        """Bring registered panel `key` into view (its dock raised, or its mode)."""
+        if key in self.modes.pages:
+            self.set_mode(key)
+        else:
+            self.set_mode(LISTING)
+            dock = self.job_panels.docks[key]
+            dock.show()
+            dock.raise_()
+        return self.job_panels[key]
 
     # ------------------------------------------------------------------ opening
     def open_dialog(self) -> None:
@@ -298,6 +352,7 @@ class MainWindow(QMainWindow):
         tab = self._tab_of(doc)
         if tab is None:
             return
+        self.set_mode(LISTING)  # a node is shown in the listing, whatever mode asked
         self.tabs.setCurrentWidget(tab)
         self.select_node(program, node)
 
@@ -365,12 +420,17 @@ class MainWindow(QMainWindow):
         node = view.node_at(line)
         if node is None:
             self.details.show_message("No node on this line.")
+            self._source_nodes = []
+            self.source.show_message(f"Line {line + 1} has no node, so no source.")
             return
         users = {name: view.users_of(name, line) for name in node.output_names()}
         self.details.show_node(node, line, users, lambda ln: _line_label(view, ln))
         # the innermost frame is the one the listing's `# File:` comment names
         frames = parse_stack_trace(node.stack_trace)
-        if frames and self.dock_source.isVisible():
+        if not frames:
+            self._source_nodes = []
+            self.source.show_message(f"{node.name}: no stack trace recorded, so no source.")
+        elif self.dock_source.isVisible():
             self._auto_source = True
             try:
                 self.source.show_frame(frames[-1])
@@ -524,27 +584,75 @@ class MainWindow(QMainWindow):
         state = s.value(keys.WINDOW_STATE)
         return isinstance(state, QByteArray) and self.restoreState(state)
 
+    def _saved_window_size(self) -> QSize | None:
+        value = keys.settings().value(keys.WINDOW_STATE_SIZE)
+        return value if isinstance(value, QSize) and value.isValid() else None
+
     def _default_layout(self) -> None:
-        """First run: the listing gets most of the window; docks stay modest."""
-        w, h = max(self.width(), 1000), max(self.height(), 700)
-        self.resizeDocks([self.dock_modules, self.dock_details], [int(w * 0.2), int(w * 0.3)],
+        """The listing gets most of the window; docks get fractions of it."""
+        w, h = self.width(), self.height()
+        self.resizeDocks([self.dock_modules, self.dock_details],
+                         [max(LEFT_MIN, int(w * LEFT_FRACTION)),
+                          max(RIGHT_MIN, int(w * RIGHT_FRACTION))],
                          Qt.Orientation.Horizontal)
-        self.resizeDocks([self.dock_source], [int(h * 0.28)], Qt.Orientation.Vertical)
+        self.resizeDocks([self.dock_source], [max(BOTTOM_MIN, int(h * BOTTOM_FRACTION))],
+                         Qt.Orientation.Vertical)
+
+    def reset_layout(self) -> None:
+        """View > Reset Layout: every dock back home (docked, shown, tabbed as at first
+        start), default sizes for this window's size, the listing mode."""
+        self.set_mode(LISTING)
+        for dock, area in self._home:
+            dock.setFloating(False)
+            self.addDockWidget(area, dock)
+            dock.show()
+        groups: dict[Qt.DockWidgetArea, list[QDockWidget]] = {}
+        for dock, area in self._home:
+            groups.setdefault(area, []).append(dock)
+        for docks in groups.values():
+            for other in docks[1:]:
+                self.tabifyDockWidget(docks[0], other)
+            docks[0].raise_()
+        self._default_layout()
+        self._tidy_tab_bars()
+
+    def _tidy_tab_bars(self) -> None:
+        """QMainWindow makes a tab bar for each group of tabbed docks (when docks are
+        tabbed, a state restored): whole titles, scroll buttons when many panels share
+        an area, never "Au…". Called wherever docks are (re)arranged."""
+        for bar in self.findChildren(QTabBar):
+            if bar.parent() is self:  # the docks' bars, not the archive tabs
+                bar.setElideMode(Qt.TextElideMode.ElideNone)
+                bar.setUsesScrollButtons(True)
 
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
-        if not self._restored and not getattr(self, "_laid_out", False):
-            self._laid_out = True
+        self._tidy_tab_bars()
+        if getattr(self, "_laid_out", False):
+            return
+        self._laid_out = True
+        saved = self._saved_size
+        if not self._restored or saved is None or _differs(saved, self.size()):
             self._default_layout()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
         if self.remember:
+            self.set_mode(LISTING)  # the saved docks are the listing's
             s = keys.settings()
             s.setValue(keys.GEOMETRY, self.saveGeometry())
             s.setValue(keys.WINDOW_STATE, self.saveState())
+            s.setValue(keys.WINDOW_STATE_SIZE, self.size())
             s.sync()
         self.workspace.shutdown(5000)  # never leave a parsing thread behind
         super().closeEvent(event)
+
+
+def _differs(a: QSize, b: QSize) -> bool:
+    """Whether two window sizes differ by more than RELAYOUT_RATIO in either direction."""
+    def off(x: int, y: int) -> bool:
+        lo, hi = sorted((max(1, x), max(1, y)))
+        return hi / lo > RELAYOUT_RATIO
+    return off(a.width(), b.width()) or off(a.height(), b.height())
 
 
 def _line_label(view: ProgramView, line: int) -> str:
