@@ -324,14 +324,14 @@ def toy_archive_path(tab) -> Path:
     return tab.doc.path.resolve()
 
 
-def test_no_torch_in_the_window_process(toy_archive):
+def test_no_torch_in_the_window_process(toy_archive, tmp_path):
     """Build the window and open an archive in a fresh interpreter: torch stays out."""
     script = textwrap.dedent(f"""
         import os, sys
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
         from PySide6.QtCore import QEventLoop, QSettings, QTimer
         from PySide6.QtWidgets import QApplication
-        QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, {str(toy_archive.parent / "settings-notorch")!r})
+        QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, {str(tmp_path / "settings-notorch")!r})
         app = QApplication([])
         from inspector.ui.window.main_window import MainWindow
         w = MainWindow(); w.show()
