@@ -59,8 +59,15 @@ def _run(ws: Workspace, services: PanelServices) -> QWidget:
     return RunPanel(ws, services.devices)
 
 
+def _weights(ws: Workspace, services: PanelServices) -> QWidget:
+    from inspector.ui.panels.weights import WeightsPanel
+
+    return WeightsPanel(ws)
+
+
 PANELS: list[PanelSpec] = [
     PanelSpec("audit", "Audit", _audit, "right"),
     PanelSpec("export", "Export", _export, "right"),
     PanelSpec("run", "Run", _run, "bottom"),
+    PanelSpec("weights", "Weights", _weights, "bottom"),
 ]
