@@ -31,7 +31,7 @@ from inspector.core.weight_stats import compute_stats, histogram
 from inspector.core.weight_table import CANCELLED_NOTE
 from inspector.core.weights import WeightReader, list_weights
 from inspector.ui.widgets.theme import DARK, LIGHT
-from inspector.ui.widgets.weights_view import COLUMNS, FLAG_ROLE, SORT_ROLE, format_value
+from inspector.ui.widgets.weights_view import COLUMNS, FLAG_ROLE, SORT_ROLE, STAT_KEYS, format_value
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -138,8 +138,7 @@ def test_statistics_are_the_commands_and_torchs(qtbot, no_leaks, window, open_wa
     assert model.rowCount() == len(cli)
     for r, row in enumerate(cli):
         assert model.data(model.index(r, 0)) == row["name"]
-        for c, key in ((5, "min"), (6, "max"), (7, "mean"), (8, "std"), (9, "nan"),
-                       (10, "inf"), (11, "zeros")):
+        for c, key in STAT_KEYS.items():
             assert COLUMNS[c].lower() == key
             assert model.data(model.index(r, c)) == format_value(row["stats"][key]), (row["name"], key)
             assert model.data(model.index(r, c), SORT_ROLE) == pytest.approx(float(row["stats"][key]))
@@ -171,11 +170,11 @@ def test_nan_inf_rows_are_marked_in_theme_colours(qtbot, no_leaks, window, open_
             app.setPalette(pal)
             qtbot.wait(10)
             model.refresh_theme()
-            fg = model.data(model.index(r, 9), 9)  # ForegroundRole
-            bg = model.data(model.index(r, 3), 8)  # BackgroundRole
+            fg = model.data(model.index(r, COLUMNS.index("NaN")), 9)  # ForegroundRole
+            bg = model.data(model.index(r, COLUMNS.index("Shape")), 8)  # BackgroundRole
             assert QColor(fg).name() == theme.severity["error"].name()
             assert QColor(bg).rgb() == theme.severity["error"].rgb() and QColor(bg).alpha() < 255
-            assert model.data(model.index(clean, 3), 8) is None
+            assert model.data(model.index(clean, COLUMNS.index("Shape")), 8) is None
     finally:
         app.setPalette(old)
         model.refresh_theme()
@@ -226,8 +225,8 @@ def test_jump_selects_the_placeholder_and_users(qtbot, no_leaks, window, open_wa
     assert "p_wnan" in view.listing.lines[line]
     # its users: the nodes whose inputs name the placeholder; clicking one shows it
     users = [n.name for n in view.program.graph.nodes if "p_wnan" in n.input_names()]
-    assert users and [panel.users.item(i).text() for i in range(panel.users.count())] == users
-    panel._user_activated(panel.users.item(0))
+    assert users and [panel.users.itemText(i) for i in range(panel.users.count())] == users
+    panel.users.activated.emit(0)
     node = view.node_at(tab.listing.current_line())
     assert node is not None and node.name == users[0]
 
@@ -333,4 +332,6 @@ def _dark_palette() -> QPalette:
                         (QPalette.ColorRole.Highlight, "#2f5d9e"),
                         (QPalette.ColorRole.HighlightedText, "#ffffff")):
         pal.setColor(role, QColor(color))
+    for role in (QPalette.ColorRole.ButtonText, QPalette.ColorRole.Text, QPalette.ColorRole.WindowText):
+        pal.setColor(QPalette.ColorGroup.Disabled, role, QColor("#6b717a"))
     return pal

@@ -20,8 +20,6 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
-    QListWidget,
-    QListWidgetItem,
     QProgressBar,
     QPushButton,
     QSplitter,
@@ -46,6 +44,7 @@ from inspector.ui.widgets.weights_view import (
     SORT_ROLE,
     HistogramView,
     WeightsModel,
+    plain_tooltip,
 )
 from inspector.ui.workspace import Document, Workspace
 
@@ -144,43 +143,51 @@ class WeightsPanel(QWidget):
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
-        for col, width in zip(range(len(COLUMNS)), (260, 72, 72, 90, 72, 70, 70, 70, 70, 44, 44, 54)):
+        for col, width in enumerate((180, 66, 64, 70, 70, 72, 66, 40, 40, 50, 82, 64)):
             self.table.setColumnWidth(col, width)
         self.table.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._row_selected(cur))
         self.table.doubleClicked.connect(lambda index: self.jump_to_placeholder())
 
         self.histogram = HistogramView()
+        # One line under the histogram (the bottom dock is short): the weight's graph
+        # input with its jump, and the nodes that read it (usually one or two).
         self.weight_label = QLabel("")
         self.weight_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.weight_label.setWordWrap(True)
-        self.jump_button = QPushButton("Show in listing")
-        self.jump_button.setToolTip("select the weight's graph input (placeholder) in the listing")
+        self.weight_label.setMinimumWidth(40)
+        self.jump_button = QPushButton("Show")
+        self.jump_button.setToolTip("select the weight's graph input (placeholder) in the listing "
+                                    "(or double-click its row)")
         self.jump_button.setEnabled(False)
+        self.jump_button.setMaximumWidth(self.jump_button.fontMetrics().horizontalAdvance("Show") + 24)
         self.jump_button.clicked.connect(self.jump_to_placeholder)
-        self.users = QListWidget()
+        self.users = QComboBox()
         self.users.setObjectName("weightUsers")
-        self.users.setToolTip("nodes that read this weight: click one to show it")
-        self.users.setMaximumHeight(110)
-        self.users.itemActivated.connect(self._user_activated)
-        self.users.itemClicked.connect(self._user_activated)
+        self.users.setToolTip("nodes that read this weight: pick one to show it in the listing")
+        self.users.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.users.setMinimumContentsLength(6)
+        self.users.activated.connect(self._user_activated)
+        self.users_label = QLabel("used by")
         side = QWidget()
         side_lay = QVBoxLayout(side)
         side_lay.setContentsMargins(4, 0, 0, 0)
+        side_lay.setSpacing(2)
         side_lay.addWidget(self.histogram, 1)
         row = QHBoxLayout()
         row.addWidget(self.weight_label, 1)
         row.addWidget(self.jump_button)
+        row.addSpacing(8)
+        row.addWidget(self.users_label)
+        row.addWidget(self.users)
         side_lay.addLayout(row)
-        self.users_label = QLabel("Used by")
-        side_lay.addWidget(self.users_label)
-        side_lay.addWidget(self.users)
+        side.setMinimumWidth(260)
 
         split = QSplitter(Qt.Orientation.Horizontal)
         split.setObjectName("weightsSplit")
         split.addWidget(self.table)
         split.addWidget(side)
         split.setStretchFactor(0, 3)
-        split.setStretchFactor(1, 2)
+        split.setStretchFactor(1, 1)
+        split.setSizes([640, 320])  # the table first: its statistics should stay in view
         split.setChildrenCollapsible(False)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
@@ -359,17 +366,18 @@ class WeightsPanel(QWidget):
         if entry is None:
             self.weight_label.setText("")
             self.jump_button.setEnabled(False)
-            self.users_label.setText("Used by")
+            self.users_label.setText("used by")
+            self.users.setEnabled(False)
             return
         ph = entry.placeholder
-        self.weight_label.setText(f"{entry.info.name} → graph input {ph}" if ph else
-                                  f"{entry.info.name} (no graph input carries it)")
+        self.weight_label.setText(ph if ph else "no graph input")
+        self.weight_label.setToolTip(plain_tooltip(
+            f"{entry.info.name} is the graph input {ph}" if ph else
+            f"no graph input carries {entry.info.name}"))
         self.jump_button.setEnabled(ph is not None)
-        self.users_label.setText(f"Used by ({len(entry.users)})")
-        for user in entry.users:
-            item = QListWidgetItem(user)  # item text is painted as plain text
-            item.setData(Qt.ItemDataRole.UserRole, user)
-            self.users.addItem(item)
+        self.users_label.setText("used by" if len(entry.users) < 2 else f"used by {len(entry.users)}")
+        self.users.addItems(entry.users)  # item text is painted as plain text
+        self.users.setEnabled(bool(entry.users))
 
     def _histogram_for(self, entry: WeightEntry) -> None:
         doc = self.doc
@@ -413,9 +421,11 @@ class WeightsPanel(QWidget):
         self.workspace.select_node(self.program, entry.placeholder, self.doc)
         return True
 
-    def _user_activated(self, item: QListWidgetItem) -> None:
-        if self.program is not None:
-            self.workspace.select_node(self.program, item.data(Qt.ItemDataRole.UserRole), self.doc)
+    def _user_activated(self, index: int) -> None:
+        """Show user `index` of the selected weight in the listing."""
+        entry = self.selected_entry()
+        if entry is not None and self.program is not None and 0 <= index < len(entry.users):
+            self.workspace.select_node(self.program, entry.users[index], self.doc)
 
     # -- lifetime --
     def _stop_tasks(self) -> None:

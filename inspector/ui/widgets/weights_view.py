@@ -25,11 +25,15 @@ from inspector.ui.widgets.theme import current_theme
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1  # the number (or text) a column sorts by
 FLAG_ROLE = Qt.ItemDataRole.UserRole + 2  # "nonfinite", "error" or "" for the row
 
-COLUMNS = ("Name", "Kind", "Dtype", "Shape", "Bytes", "Min", "Max", "Mean", "Std",
-           "NaN", "Inf", "Zeros", "Note")
-STAT_KEYS = {5: "min", 6: "max", 7: "mean", 8: "std", 9: "nan", 10: "inf", 11: "zeros"}
-NOTE_COLUMN = COLUMNS.index("Note")
-_NUMERIC = {4, *STAT_KEYS}
+# The statistics right after the name, so they stay in view in a narrow dock.
+COLUMNS = ("Name", "Dtype", "Shape", "Min", "Max", "Mean", "Std", "NaN", "Inf", "Zeros",
+           "Kind", "Bytes", "Note")
+STAT_KEYS = {COLUMNS.index(k.capitalize() if k != "nan" else "NaN"): k
+             for k in ("min", "max", "mean", "std", "nan", "inf", "zeros")}
+NAME_COLUMN, DTYPE_COLUMN, SHAPE_COLUMN = 0, 1, 2
+KIND_COLUMN, BYTES_COLUMN, NOTE_COLUMN = COLUMNS.index("Kind"), COLUMNS.index("Bytes"), COLUMNS.index("Note")
+NAN_COLUMN, INF_COLUMN = COLUMNS.index("NaN"), COLUMNS.index("Inf")
+_NUMERIC = {BYTES_COLUMN, *STAT_KEYS}
 _PENDING = "…"  # a statistic not computed yet
 
 
@@ -122,15 +126,15 @@ class WeightsModel(QAbstractTableModel):
         info = entry.info
         if role in (Qt.ItemDataRole.DisplayRole, SORT_ROLE):
             sort = role == SORT_ROLE
-            if c == 0:
+            if c == NAME_COLUMN:
                 return info.name
-            if c == 1:
+            if c == KIND_COLUMN:
                 return info.kind
-            if c == 2:
+            if c == DTYPE_COLUMN:
                 return info.dtype_name or "?"
-            if c == 3:
+            if c == SHAPE_COLUMN:
                 return "[" + ", ".join(str(s) for s in info.sizes) + "]"
-            if c == 4:
+            if c == BYTES_COLUMN:
                 return float(info.nbytes or 0) if sort else human_bytes(info.nbytes)
             if c == NOTE_COLUMN:
                 note = row.get("note") if row is not None else info.note
@@ -148,7 +152,7 @@ class WeightsModel(QAbstractTableModel):
             return self.flag(r)
         if role == Qt.ItemDataRole.ForegroundRole:
             flag = self.flag(r)
-            if flag == "nonfinite" and c in (0, 9, 10):
+            if flag == "nonfinite" and c in (NAME_COLUMN, NAN_COLUMN, INF_COLUMN):
                 return self._colors["error"]
             if flag == "error" and c in (0, NOTE_COLUMN):
                 return self._colors["error"]
@@ -182,7 +186,7 @@ class HistogramView(QWidget):
         self.plot.setLabel("left", "count")
         self.plot.showGrid(x=False, y=True, alpha=0.2)
         self.plot.setMouseEnabled(x=True, y=False)
-        self.plot.setMinimumHeight(120)
+        self.plot.setMinimumHeight(90)
         self.curve = pg.PlotDataItem([0.0, 1.0], [0], stepMode="center", fillLevel=0)
         self.plot.addItem(self.curve)
         self.edges: np.ndarray | None = None
