@@ -335,3 +335,37 @@ def _dark_palette() -> QPalette:
     for role in (QPalette.ColorRole.ButtonText, QPalette.ColorRole.Text, QPalette.ColorRole.WindowText):
         pal.setColor(QPalette.ColorGroup.Disabled, role, QColor("#6b717a"))
     return pal
+
+
+def test_toy_programs_match_the_command(qtbot, no_leaks, window, open_wait, toy_archive):  # noqa: F811
+    """The real toy (ViT encoder + GPT-2 decoder, two programs): each program's table is
+    `weights --json`'s, after switching programs in the panel; tied weights (lm_head and
+    wte share one record) each jump to their own placeholder."""
+    panel, tab = _open(qtbot, window, open_wait, toy_archive)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-m", "inspector", "weights", str(toy_archive), "--json"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    cli = {p["name"]: p["weights"] for p in json.loads(proc.stdout)["programs"]}
+    assert len(cli) == 2
+    first = panel.program
+    assert json.loads(json.dumps(panel.result.rows)) == cli[first]
+    other = next(n for n in cli if n != first)
+    with qtbot.waitSignal(panel.statsReady, timeout=60000):
+        panel.programs.setCurrentText(other)
+    assert panel.program == other
+    assert json.loads(json.dumps(panel.result.rows)) == cli[other]
+    decoder = next(n for n in cli if "decoder" in n or any("lm_head" in r["name"] for r in cli[n]))
+    if panel.program != decoder:
+        with qtbot.waitSignal(panel.statsReady, timeout=60000):
+            panel.programs.setCurrentText(decoder)
+    view = window.current_tab().doc.views[decoder]
+    specs = {s.target: s.name for s in view.program.input_specs if s.target}
+    tied = [n for n in ("decoder.lm_head.weight", "decoder.transformer.wte.weight") if n in specs]
+    assert tied, sorted(specs)[:10]
+    for name in tied:
+        assert panel.select_weight(name)
+        with qtbot.waitSignal(window.workspace.nodeRequested, timeout=5000):
+            assert panel.jump_to_placeholder()
+        tab = window.current_tab()
+        assert tab.view is view
+        assert tab.listing.current_line() == view.listing.definitions[("", specs[name])]
