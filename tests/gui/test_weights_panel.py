@@ -263,6 +263,9 @@ def _rewrite(src: Path, dst: Path, edit) -> None:
             zout.writestr(info, data)
 
 
+HOSTILE = '<img src="x.png"><b>scale</b>'
+
+
 def test_unreadable_weights_say_why_in_their_row(qtbot, no_leaks, window, open_wait, exported,  # noqa: F811
                                                   tmp_path):
     path, _ = exported
@@ -272,6 +275,7 @@ def test_unreadable_weights_say_why_in_their_row(qtbot, no_leaks, window, open_w
         config["wbf"]["use_pickle"] = True
         config["w16"]["tensor_meta"]["storage_offset"] = {"as_int": 10_000}  # past its record
         config["wt"]["tensor_meta"]["sizes"] = [{"as_int": 4}, {"as_int": '<b>x</b>'}]
+        config[HOSTILE] = config.pop("scale")  # a name that is markup
 
     _rewrite(path, bad, edit)
     panel, _tab = _open(qtbot, window, open_wait, bad)
@@ -290,6 +294,11 @@ def test_unreadable_weights_say_why_in_their_row(qtbot, no_leaks, window, open_w
     tip = model.data(model.index(_row_of(panel, "w16"), note), 3)  # ToolTipRole
     assert "<b>" not in tip.replace("<p style='white-space:pre'>", "")
     assert all(r["stats"] for n, r in rows.items() if n not in ("wbf", "w16", "wt"))
+    hostile = _row_of(panel, HOSTILE)  # shown as the text it is
+    assert model.data(model.index(hostile, 0)) == HOSTILE
+    assert "<img" not in model.data(model.index(hostile, 0), 3)  # its tooltip, escaped
+    panel.select_weight(HOSTILE)
+    assert panel.histogram.title.textFormat() == Qt.TextFormat.PlainText
     assert window.last_error is None
     assert not [w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox) and w.isVisible()]
     with qtbot.waitSignal(panel.histogramReady, timeout=1000, raising=False) as got:
