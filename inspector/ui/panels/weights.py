@@ -222,7 +222,12 @@ class WeightsPanel(QWidget):
     def _program_loaded(self, doc: Document, view: Any) -> None:
         if self.doc is None and doc is self.workspace.current:
             self._follow(doc)
-        elif doc is self.doc and (self.program is None or self.program == view.name):
+        elif doc is self.doc and view.name in (self.program, doc.shown_program):
+            # the program asked for here, or the one the window now shows
+            # (a window shows what it loaded before this signal reaches panels)
+            self.programs.blockSignals(True)
+            self.programs.setCurrentText(view.name)
+            self.programs.blockSignals(False)
             self._show(view.name)
 
     def _closed(self, doc: Document) -> None:
