@@ -328,6 +328,15 @@ def test_screenshots(qtbot, no_leaks, window, open_wait, exported, tmp_path):  #
                 assert image.save(str(out))
                 assert image.width() == w and image.height() == h
                 assert out.stat().st_size > 10_000
+        # after the jump: the listing on the weight's placeholder (light)
+        app.setPalette(old)
+        panel.model.refresh_theme()
+        with qtbot.waitSignal(panel.histogramReady, timeout=20000):
+            panel.select_weight("wnan")
+        assert panel.jump_to_placeholder()
+        qtbot.wait(50)
+        image = window.grab().toImage()
+        assert image.save(str(folder / "ui19-weights-jump-1400x880-light.png"))
     finally:
         app.setPalette(old)
 
