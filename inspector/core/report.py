@@ -24,6 +24,7 @@ from inspector.core.audit import Finding, audit_archive
 from inspector.core.errors import InspectorError
 from inspector.core.listing import COMMENT, Listing, render_listing
 from inspector.core.program import Program
+from inspector.core.shapes import ProgramShapes, archive_shapes, program_shapes
 from inspector.core.summary import format_size, program_summary
 
 # Nodes of a profile shown per program (the slowest first); the rest are summed.
@@ -50,8 +51,15 @@ def build_report(archive: Archive, programs: Sequence[str], *,
                  shapes_section: Callable[[Program, int], str] | None = None) -> str:
     """The page as one string. `weights`: program -> rows of `weights --json`;
     `profile`: the document `pt2-inspector profile --json` prints."""
-    shapes_section = shapes_section or signature_shapes_section
     listings = {name: render_listing(archive.program(name)) for name in programs}
+    if shapes_section is None:
+        # core/shapes.py's account, as `pt2-inspector shapes` prints it (the export
+        # record's requested dims, cross-program checks), assertions linked to lines
+        shapes = {s.name: s for s in archive_shapes(archive)}
+
+        def shapes_section(program: Program, index: int) -> str:
+            return program_shapes_section(program, index, listings[program.name],
+                                          shapes.get(program.name))
     findings = audit_archive(archive, listings=listings, programs=list(programs))
     profiles = {p.get("name"): p for p in (profile or {}).get("programs", []) if isinstance(p, dict)}
     body: list[str] = []
@@ -114,9 +122,63 @@ def _findings_table(findings: Sequence[Finding], program_index: int | None) -> s
             "<th>finding</th><th>fix</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
 
 
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Cells are HTML already (escaped by the caller)."""
+    head = "".join(f"<th>{h}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _code(v: Any) -> str:
+    return f"<code>{esc(v)}</code>" if v not in (None, "") else "-"
+
+
+def program_shapes_section(program: Program, program_index: int,
+                           listing: Listing | None = None,
+                           shapes: ProgramShapes | None = None) -> str:
+    """What `pt2-inspector shapes` says (core/shapes.py): inputs, symbols with
+    their ranges and the input dims they stand for, derived sizes, runtime
+    assertions (linked to their listing lines when known), guards, and the dims
+    that look specialized. Every string from the file is escaped."""
+    ps = shapes if shapes is not None else program_shapes(program)
+    listing = listing if listing is not None else render_listing(program)
+    nodes = {(n.graph.name, n.index): n for n in program.all_nodes()}
+    out = [_table(["input", "kind", "dtype", "shape / value"], [
+        [_code(i.name), esc(i.kind), _code(i.dtype),
+         _code("[" + ", ".join(i.shape) + "]" if i.shape is not None else i.value)]
+        for i in ps.inputs])]
+    if ps.symbols:
+        out.append(_table(["symbol", "range", "stands for", "example", "defined by"], [
+            [_code(s.name), esc(s.range_text()), esc(", ".join(s.sources)) or "-",
+             esc(s.example) or "-", _code(s.defined_by)] for s in ps.symbols.values()]))
+    else:
+        out.append("<p>No dynamic dimensions: every size is fixed.</p>")
+    if ps.derived:
+        out.append(_table(["derived size", "equals", "first at"], [
+            [_code(d.expr), esc(", ".join(d.sources)) or "-", _code(d.first_node)]
+            for d in ps.derived]))
+    if ps.assertions:
+        rows = []
+        for a in ps.assertions:
+            node = nodes.get((a.graph, a.index))
+            line = listing.line_of(node) if node is not None else None
+            where = (f'<a href="#p{program_index}-L{line + 1}">line&nbsp;{line + 1}</a>'
+                     if line is not None else "")
+            src = f"{a.source.file}:{a.source.line}" if a.source else ""
+            rows.append([_code(a.condition), _code(a.node), where, esc(src)])
+        out.append(_table(["runtime assertion", "node", "line", "source"], rows))
+    if ps.guards:
+        out.append(_table(["guard"], [[_code(g.text)] for g in ps.guards]))
+    if ps.specialized:
+        out.append(_table(["looks specialized", "size", "why"], [
+            [_code(s.source), _code(s.size), esc(s.reason)] for s in ps.specialized]))
+    return "".join(out)
+
+
 def signature_shapes_section(program: Program, program_index: int) -> str:
-    """Inputs with their types and the range constraints, from the program model.
-    (Swap in core/shapes.py's fuller account when it exists: same signature.)"""
+    """Inputs with their types and the range constraints, from the program model
+    alone (the simpler account program_shapes_section replaced; kept for callers
+    that want only the signature)."""
     summary = program_summary(program)
     rows = "".join(f"<tr><td><code>{esc(i['name'])}</code></td><td><code>{esc(i['type'] or '-')}</code>"
                    "</td></tr>" for i in summary["inputs"])

@@ -1,7 +1,7 @@
 """The safety contract, case by case (hostile_corpus.CASES).
 
-For every hostile or broken archive, `info`, `list` and `audit`, run as real
-child processes, end with exit 0/1 (readable) or exit 2 and one `error: ...`
+For every hostile or broken archive, `info`, `list`, `audit`, `weights` and
+`report` (to a file), run as real child processes, end with exit 0/1 (readable) or exit 2 and one `error: ...`
 line; never a traceback, never "internal error", never a side effect (the
 payload's marker file stays absent), within 20 s and 1.5 GB each. The same
 file is also put through the core API in-process (tests/security/exercise.py).
@@ -20,7 +20,14 @@ from exercise import exercise
 from hostile_corpus import CASES, ERROR, OK, Base, Case
 from inspector.core.errors import InspectorError
 
-COMMANDS = ("info", "list", "audit")
+COMMANDS = ("info", "list", "audit", "weights", "report")
+REPORT_NAME = "contract-report.html"  # what `report` writes, in the test's folder
+
+
+def _argv(command: str, path: Path, folder: Path) -> list[str]:
+    if command == "report":
+        return [command, str(path), "-o", str(folder / REPORT_NAME)]
+    return [command, str(path)]
 # The promise: 20 s and 1.5 GB per command. Time is asserted on the child's CPU
 # time, which does not grow when other jobs share the machine's two cores (CI,
 # or several test runs at once); wall time gets a generous kill deadline, which
@@ -57,6 +64,13 @@ def _check_child(case: Case, res: ChildResult, marker: Path) -> None:
             f"error should mention {case.match!r}: {what}")
     elif case.expect == OK:
         assert res.rc in ((0, 1) if command == "audit" else (0,)), f"expected readable: {what}"
+    if command == "report":  # written whole, or not at all (no half-written page)
+        out = Path(res.args[3])
+        written = sorted(p.name for p in out.parent.iterdir() if p.name.startswith("contract-report"))
+        assert written == ([REPORT_NAME] if res.rc == 0 else []), f"{written}: {what}"
+        if res.rc == 0:
+            assert out.read_text(encoding="utf-8").rstrip().endswith("</html>"), what
+            out.unlink()
 
 
 def _report(case: Case, command: str, res: ChildResult) -> None:
@@ -73,7 +87,7 @@ def _report(case: Case, command: str, res: ChildResult) -> None:
 def test_cli_contract(case: Case, base: Base, tmp_path: Path) -> None:
     path, marker = case.make(base, tmp_path)
     for command in COMMANDS:
-        res = run_inspector([command, str(path)], timeout=WALL_KILL_S, cwd=tmp_path)
+        res = run_inspector(_argv(command, path, tmp_path), timeout=WALL_KILL_S, cwd=tmp_path)
         if REPORT:
             _report(case, command, res)
         _check_child(case, res, marker)
@@ -133,7 +147,7 @@ _ESCAPED = {
     "format-weird-program-names": {c: b"\\x1b]0;pwned\\x07\\x1b[2J" for c in COMMANDS},
     "format-schema-version-future": {"info": b"exported with torch \\x1b[31m99.0",
                                      "list": b"# program: model\nclass GraphModule",
-                                     "audit": b"[model] cpu"},
+                                     "audit": b"[model] cpu"},  # weights/report: see below
 }
 
 
@@ -143,8 +157,10 @@ def test_no_terminal_controls_on_stdout(name: str, base: Base, tmp_path: Path) -
 
     path, _ = by_name(name).make(base, tmp_path)
     for command in COMMANDS:
-        res = run_inspector([command, str(path)], timeout=WALL_KILL_S, cwd=tmp_path)
+        res = run_inspector(_argv(command, path, tmp_path), timeout=WALL_KILL_S, cwd=tmp_path)
         assert res.rc == (1 if command == "audit" else 0), f"{name}: {command} {res.describe()}"
+        if command not in _ESCAPED[name]:
+            continue  # weights and report print no name from this file on stdout
         assert not res.stdout_escapes, f"{name}: {command} printed a terminal control sequence"
         want = _ESCAPED[name][command]
         assert want in res.stdout_head, f"{name}: {command} stdout lacks {want!r}: {res.stdout_head[:300]!r}"

@@ -177,7 +177,66 @@ def test_sections_and_links(page: Path) -> None:
     assert "device-literal" in text and "arange" in text
     assert text.count("<details class=src>") >= 1  # source comments folded (one frame here)
     assert "class=flag" in text and "1 with NaN/Inf" in text  # the NaN weight
-    assert "<td><code>s" in text and "<td>2</td><td>inf</td>" in text  # the dynamic dim's range
+    assert "<td><code>s" in text and "<td>[2, inf]</td>" in text  # the dynamic dim's range
+
+
+def _shapes_part(text: str, index: int = 0) -> str:
+    start = text.index(f'id="p{index}-shapes"')
+    return text[start:text.index("<div class=sub", start)]
+
+
+def test_shapes_section_is_the_shapes_command(page: Path, archive: Path) -> None:
+    """The page's shapes are core/shapes.py's, as `pt2-inspector shapes --json` gives them
+    (not the signature alone): every input, every symbol with its range and the input
+    dims it stands for; each name escaped."""
+    shapes = json.loads(_cli("shapes", str(archive), "--json").stdout)["programs"][0]
+    part = _shapes_part(page.read_text())
+    for inp in shapes["inputs"]:
+        assert f"<td><code>{html.escape(inp['name'])}</code></td><td>{html.escape(inp['kind'])}" in part
+        if inp["shape"] is not None:
+            assert f"<code>[{html.escape(', '.join(inp['shape']))}]</code>" in part, inp
+    assert shapes["symbols"], "the archive has a dynamic dim"
+    for name, sym in shapes["symbols"].items():
+        hi = "inf" if sym["max"] is None else sym["max"]
+        row = f"<td><code>{html.escape(name)}</code></td><td>[{sym['min']}, {hi}]</td>"
+        assert row in part, (row, part)
+        for src in sym["sources"]:  # x.shape[0]: the dim the symbol stands for
+            assert html.escape(src) in part
+
+
+def test_shapes_section_escapes_and_links_assertions() -> None:
+    """An unbacked size gets a runtime assertion: it is listed, linked to its listing
+    line, and a hostile input name is shown as text."""
+    import torch
+
+    from inspector.core.archive import open_archive
+    from inspector.core.report import program_shapes_section
+    from inspector.core.shapes import program_shapes
+
+    class M(torch.nn.Module):
+        def forward(self, x: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
+            k = n.item()
+            torch._check(k >= 1)
+            torch._check(k <= 4)
+            return x[:k] * 2
+
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        path = Path(tmp) / "unbacked.pt2"
+        ep = torch.export.export(M(), (torch.randn(6, 2), torch.tensor(3)))
+        torch.export.save(ep, str(path))
+        with open_archive(path) as a:
+            program = a.program(a.program_names[0])
+            ps = program_shapes(program)
+            ps.inputs[0].name = '<img src=x onerror="alert(1)">'
+            part = program_shapes_section(program, 0, None, ps)
+    assert "<img" not in part and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in part
+    assert ps.assertions, "torch recorded no runtime assertion"
+    for a in ps.assertions:
+        assert html.escape(a.condition) in part
+    assert 'href="#p0-L' in part  # each assertion links to its line
 
 
 def test_finding_lines_are_the_listed_lines(page: Path, archive: Path) -> None:

@@ -72,6 +72,10 @@ def _shapes(ws: Workspace, services: PanelServices) -> QWidget:
     from inspector.ui.panels.shapes import ShapesPanel
 
     return ShapesPanel(ws)
+def _weights(ws: Workspace, services: PanelServices) -> QWidget:
+    from inspector.ui.panels.weights import WeightsPanel
+
+    return WeightsPanel(ws)
 
 
 PANELS: list[PanelSpec] = [
@@ -80,4 +84,5 @@ PANELS: list[PanelSpec] = [
     PanelSpec("shapes", "Shapes", _shapes, "right"),
     PanelSpec("run", "Run", _run, "central",
               "time the archive's generator on a device, charted live"),
+    PanelSpec("weights", "Weights", _weights, "bottom"),
 ]

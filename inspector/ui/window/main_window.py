@@ -376,6 +376,10 @@ class MainWindow(QMainWindow):
                 if line is not None:
                     tab.jump_to(line)
                     return True
+        line = view.listing.definitions.get(("", node_name))  # a graph input (placeholder)
+        if line is not None:
+            tab.jump_to(line)
+            return True
         return False
 
     def _select_later(self, tab: ArchiveTab, program: str, node: str) -> None:
