@@ -16,7 +16,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING
 
 from inspector.core.aoti import CompiledModel, compiled_models
-from inspector.core.audit import ERROR, INFO, PORTABILITY, WARNING, Finding
+from inspector.core.findings import ERROR, INFO, PORTABILITY, WARNING, Finding
 from inspector.core.device_names import same_device
 
 if TYPE_CHECKING:
