@@ -269,10 +269,10 @@ def bench_cancel(app: QApplication, archive: Path, rounds: int) -> list[str]:
     misses: list[str] = []
     # 1. a stubborn child and its grandchild
     stubborn: list[float] = []
+    runner = JobRunner()  # one for all rounds, as a panel has
     for _ in range(rounds):
         with tempfile.TemporaryDirectory() as tmp:
             pidfile = Path(tmp) / "grandchild.pid"
-            runner = JobRunner()
             runner.start_command(sys.executable, ["-u", "-c", (
                 "import json, signal, subprocess, sys, time\n"
                 "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
@@ -287,7 +287,7 @@ def bench_cancel(app: QApplication, archive: Path, rounds: int) -> list[str]:
             runner.cancel()
             _until(lambda: not _alive(child) and not _alive(grandchild))
             stubborn.append(time.perf_counter() - t0)
-            runner.shutdown()
+    runner.shutdown()
     worst = max(stubborn)
     print(f"cancel, {rounds} rounds each (worst; goal < {CANCEL_GOAL_S * 1000:.0f} ms):")
     print(f"  job runner, child ignoring SIGTERM + grandchild: {worst * 1000:6.0f} ms "
