@@ -9,9 +9,13 @@
    no Qt) and from the Run panel drawing its live chart, interleaved, N rounds each;
    the figure is the child's own per-generation time (total_ms), plus the window's time
    spent redrawing.
+3. Cancel latency (goal < 1 s): the job runner on a child that ignores SIGTERM, the
+   Export panel at "save", the Run panel mid-run, each beside the same cancel headless;
+   and the stall while the Run panel starts and charts a run, beside an idle window with
+   the same run child headless (goal < 100 ms added).
 
     QT_QPA_PLATFORM=offscreen python tests/benchmarks/bench_ui_jobs.py [--archive A.pt2]
-        [--rounds 3] [--tokens 48] [--repeats 2] [--skip-export] [--skip-run]
+        [--rounds 3] [--tokens 48] [--repeats 2] [--skip-export] [--skip-run] [--skip-cancel]
 """
 
 from __future__ import annotations
@@ -216,6 +220,185 @@ def bench_run(app: QApplication, archive: Path, rounds: int, tokens: int,
     return [] if d / h <= 1.05 else [f"charting costs the run {d / h:.3f}x"]
 
 
+def _alive(pid: int) -> bool:
+    """Running (a zombie has ended: only the reaping is left)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2:].split()[0] != "Z"
+
+
+def _until(done, timeout_s: float = 60.0) -> float:
+    """Seconds until done() holds, turning the event loop meanwhile (2 ms polls)."""
+    app = QApplication.instance()
+    t0 = time.perf_counter()
+    while not done():
+        if time.perf_counter() - t0 > timeout_s:
+            raise SystemExit(f"still not done after {timeout_s:.0f} s")
+        app.processEvents()
+        time.sleep(0.002)
+    return time.perf_counter() - t0
+
+
+CANCEL_GOAL_S = 1.0  # issues 3, 4, 6: Cancel ends the child (and all it spawned) within 1 s
+
+
+def bench_cancel(app: QApplication, archive: Path, rounds: int) -> list[str]:
+    """Cancel as the window does it, beside the same cancel headless (jobs.runner.Job),
+    in one run; the goal is the child gone within CANCEL_GOAL_S. The tests check that a
+    cancel kills (by event order); how fast is measured here.
+
+    1. JobRunner on a child that ignores SIGTERM and has a grandchild: cancel() to both
+       gone (the SIGKILL fallback after KILL_AFTER_S is the whole cost).
+    2. Export panel, cancelled on reaching "save": cancel() to the child gone and its
+       partial folder removed; headless: bench_export.cancel_latency at "save".
+    3. Run panel, stopped after its 16th sample: stop() to the child gone, with the
+       longest event-loop stall while it started and charted, beside an idle window's
+       while the same child runs headless; headless cancel: bench_run.cancel_latency.
+    """
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_export import cancel_latency as headless_export_cancel
+    from bench_run import cancel_latency as headless_run_cancel
+
+    from inspector.ui.job_runner import KILL_AFTER_S, JobRunner
+    from inspector.ui.panels.export import ExportPanel
+    from inspector.ui.panels.run import RunPanel
+
+    misses: list[str] = []
+    # 1. a stubborn child and its grandchild
+    stubborn: list[float] = []
+    runner = JobRunner()  # one for all rounds, as a panel has
+    for _ in range(rounds):
+        with tempfile.TemporaryDirectory() as tmp:
+            pidfile = Path(tmp) / "grandchild.pid"
+            runner.start_command(sys.executable, ["-u", "-c", (
+                "import json, signal, subprocess, sys, time\n"
+                "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                "g = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+                f"open({str(pidfile)!r}, 'w').write(str(g.pid))\n"
+                "print(json.dumps({'event': 'progress', 'stage': 'busy', 'fraction': 0.5}),"
+                " flush=True)\n"
+                "time.sleep(600)\n")], job="bench")
+            wait(runner.progress, 60)
+            child, grandchild = runner.pid(), int(pidfile.read_text())
+            t0 = time.perf_counter()
+            runner.cancel()
+            _until(lambda: not _alive(child) and not _alive(grandchild))
+            stubborn.append(time.perf_counter() - t0)
+    runner.shutdown()
+    worst = max(stubborn)
+    print(f"cancel, {rounds} rounds each (worst; goal < {CANCEL_GOAL_S * 1000:.0f} ms):")
+    print(f"  job runner, child ignoring SIGTERM + grandchild: {worst * 1000:6.0f} ms "
+          f"= {worst / CANCEL_GOAL_S:.2f}x the goal (SIGKILL after {KILL_AFTER_S * 1000:.0f} ms)")
+    if worst >= CANCEL_GOAL_S:
+        misses.append(f"the job runner's cancel took {worst * 1000:.0f} ms")
+
+    # 2. the export panel at "save", and the same cancel headless, interleaved
+    panel_s: list[float] = []
+    bare_s: list[float] = []
+    for _ in range(rounds):
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp) / "out"
+            folder.mkdir()
+            panel = ExportPanel()
+            panel.output.setText(str(folder / "toy-tiny.pt2"))
+            at: list[tuple[int, float]] = []
+
+            def on_progress(stage: str, _f: float, panel=panel, at=at) -> None:
+                if stage == "save" and not at:
+                    pid = panel.runner.pid()
+                    at.append((pid, time.perf_counter()))
+                    panel.cancel()
+
+            panel.runner.progress.connect(on_progress)
+            if not panel.start_export():
+                raise SystemExit(f"the export did not start: {panel.problems()}")
+            _until(lambda at=at: bool(at), 600)
+            pid, t0 = at[0]
+            _until(lambda: not _alive(pid) and not any(folder.iterdir()))
+            panel_s.append(time.perf_counter() - t0)
+            panel.shutdown()
+            bare_s.append(headless_export_cancel(Path(tmp) / "bare.pt2", "save"))
+    p, b = max(panel_s), max(bare_s)
+    print(f"  export panel at 'save' (child gone, partial removed): {p * 1000:6.0f} ms; "
+          f"headless {b * 1000:6.0f} ms -> ratio {p / b:.2f}, {p / CANCEL_GOAL_S:.2f}x the goal")
+    if p >= CANCEL_GOAL_S:
+        misses.append(f"the export panel's cancel took {p * 1000:.0f} ms")
+
+    # 3. the run panel mid-run (stall while charting, then stop), and headless
+    panel_s, bare_s, stalls, idles = [], [], [], []
+    where: list[str] = []
+    for _ in range(rounds):
+        panel = RunPanel()
+        panel.resize(1200, 700)
+        panel.show()
+        panel.set_archive(str(archive))
+        panel.batch.setValue(1)
+        panel.max_tokens.setValue(64)
+        panel.warmup.setValue(0)
+        panel.repeats.setValue(50)
+        hb = Heartbeat()
+        samples: list[int] = []
+        charting = QEventLoop()  # the same kind of loop as idle(): gaps compare alike
+
+        def on_sample(_e, samples=samples, charting=charting) -> None:
+            samples.append(1)
+            if len(samples) == 16:  # charting for a while
+                charting.quit()
+
+        panel.runner.sample.connect(on_sample)
+        stages: list[tuple[float, str]] = []  # where the longest gap fell, for the report
+        panel.runner.progress.connect(
+            lambda st, _f, stages=stages: stages.append((time.perf_counter(), st)))
+        panel.runner.sample.connect(
+            lambda _e, stages=stages: stages.append((time.perf_counter(), "sampling")))
+        QTimer.singleShot(600_000, charting.quit)
+        panel.start_run()
+        hb.start()
+        charting.exec()
+        if len(samples) < 16:
+            raise SystemExit(f"the run panel got {len(samples)} samples: {panel.status.text()}")
+        t_run = time.perf_counter() - hb.beats[0]
+        beats = list(hb.beats)
+        gaps = hb.stop()
+        stalls.append(max(gaps, default=0.0))
+        if gaps:
+            i = max(range(len(gaps)), key=gaps.__getitem__)
+            at = beats[i] if i < len(beats) else beats[-1]
+            where.append(next((st for t, st in reversed(stages) if t <= at), "starting"))
+        pid = panel.runner.pid()
+        t0 = time.perf_counter()
+        panel.stop()
+        _until(lambda: not _alive(pid))
+        panel_s.append(time.perf_counter() - t0)
+        spec = panel.spec()
+        panel.shutdown()
+        # The baseline: the same run child started headless, competing for the same CPUs,
+        # beside an idle window for as long; so the figure is what the panel adds.
+        from inspector.jobs.runner import Job
+
+        child = Job("run", spec.to_argv())
+        hb.start()
+        idle(t_run)
+        idles.append(max(hb.stop(), default=0.0))
+        child.cancel()
+        bare_s.append(headless_run_cancel(archive, "cpu"))
+    p, b = max(panel_s), max(bare_s)
+    print(f"  run panel mid-run (child gone):                     {p * 1000:6.0f} ms; "
+          f"headless {b * 1000:6.0f} ms -> ratio {p / b:.2f}, {p / CANCEL_GOAL_S:.2f}x the goal")
+    if p >= CANCEL_GOAL_S:
+        misses.append(f"the run panel's stop took {p * 1000:.0f} ms")
+    added = max(stalls) - max(idles)
+    print(f"  stall while the run panel started and charted: worst {max(stalls):.1f} ms; "
+          f"idle window beside the same run headless {max(idles):.1f} ms -> added "
+          f"{added:.1f} ms (goal < 100 ms); longest gaps began at: {', '.join(where)}")
+    if added >= 100:
+        misses.append(f"charting a run stalls the window {added:.0f} ms")
+    return misses
+
+
 def _children_cpu() -> float:
     import resource
 
@@ -231,6 +414,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--skip-export", action="store_true")
     ap.add_argument("--skip-run", action="store_true")
+    ap.add_argument("--skip-cancel", action="store_true")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as settings:
         QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, settings)
@@ -242,6 +426,8 @@ def main() -> int:
             misses += bench_export(app, archive)
         if not args.skip_run:
             misses += bench_run(app, archive, args.rounds, args.tokens, args.repeats)
+        if not args.skip_cancel:
+            misses += bench_cancel(app, archive, args.rounds)
     print("MISS: " + "; ".join(misses) if misses else "all goals met")
     return 1 if misses else 0
 

@@ -13,7 +13,8 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from PySide6.QtCore import QSize, Qt  # noqa: E402
-from PySide6.QtWidgets import QApplication  # noqa: E402
+from PySide6.QtGui import QImage  # noqa: E402
+from PySide6.QtWidgets import QApplication, QLabel  # noqa: E402
 
 import inspector  # noqa: E402
 from inspector import resources  # noqa: E402
@@ -79,6 +80,14 @@ def test_about_dialog_shows_the_icon(qtbot):
     dialog = AboutDialog()
     qtbot.addWidget(dialog)
     assert dialog.windowTitle() == f"About {resources.APP_NAME}"
+    # The picture it shows is the shipped 64 px icon, pixel for pixel (not any pixmap).
+    shown = [label.pixmap() for label in dialog.findChildren(QLabel)
+             if not label.pixmap().isNull()]
+    assert len(shown) == 1
+    shipped = QImage(str(resources.icon_png(64)))
+    assert not shipped.isNull()
+    argb = QImage.Format.Format_ARGB32_Premultiplied  # how a pixmap holds it
+    assert shown[0].toImage().convertToFormat(argb) == shipped.convertToFormat(argb)
 
 
 # --- the MIME package, read by Qt's own freedesktop MIME database -------------------

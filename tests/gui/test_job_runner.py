@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import sys
 import textwrap
-import time
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -123,7 +122,9 @@ def test_real_jobs_entry_point_reports_bad_usage(qtbot, runner):
     assert "usage: python -m inspector.jobs JOB" in err[1]
 
 
-def test_cancel_kills_child_and_its_group_within_a_second(qtbot, runner, tmp_path):
+def test_cancel_kills_child_and_its_group(qtbot, runner, tmp_path):
+    """How fast is bench_ui_jobs.py's to measure; here: cancel returns at once, and the
+    SIGKILL that follows a SIGTERM reaches a child that ignores it, and its group."""
     pidfile = tmp_path / "grandchild.pid"
     rec = Recorder(runner)
     cleaned: list[int] = []
@@ -132,31 +133,37 @@ def test_cancel_kills_child_and_its_group_within_a_second(qtbot, runner, tmp_pat
         runner.start_command(PY, script(f"""
             import json, signal, subprocess, sys, time
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
-            g = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+            g = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
             open({str(pidfile)!r}, "w").write(str(g.pid))
             print(json.dumps({{"event": "progress", "stage": "busy", "fraction": 0.5}}), flush=True)
-            time.sleep(60)
+            time.sleep(600)
         """), job="test", cleanup=cleaned.append)
     child = runner.pid()
     grandchild = int(pidfile.read_text())
     assert _alive(child) and _alive(grandchild)
-    t0 = time.monotonic()
     assert runner.cancel()
+    # Detached at once: the panel may start again before the child is gone.
     assert not runner.is_running()
     assert rec.kinds()[-2:] == ["cancelled", "finished"]
-    qtbot.waitUntil(lambda: not _alive(child) and not _alive(grandchild), timeout=1000)
-    assert time.monotonic() - t0 < 1.0
-    qtbot.waitUntil(lambda: cleaned == [child], timeout=1000)
+    assert _alive(child)  # SIGTERM is ignored: only the SIGKILL after it can end the child
+    # Both would sleep ten minutes: gone means killed, and the grandchild with the group.
+    qtbot.waitUntil(lambda: not _alive(child) and not _alive(grandchild), timeout=60_000)
+    qtbot.waitUntil(lambda: cleaned == [child], timeout=60_000)
     assert not rec.of("error")  # a cancel is not an error
 
 
 def test_new_start_detaches_the_old_task(qtbot, runner):
     rec = Recorder(runner)
+    # The old task sleeps ten minutes, unless stopped; stopped, it writes a late result,
+    # which must never reach the runner.
     slow = script("""
-        import json, time
+        import json, signal, sys, time
+        def late(*_):
+            print(json.dumps({"event": "result", "who": "old"}), flush=True)
+            sys.exit(0)
+        signal.signal(signal.SIGTERM, late)
         print(json.dumps({"event": "progress", "stage": "old", "fraction": 0.1}), flush=True)
-        time.sleep(0.6)
-        print(json.dumps({"event": "result", "who": "old"}), flush=True)
+        time.sleep(600)
     """)
     with qtbot.waitSignal(runner.progress, timeout=10000):
         runner.start_command(PY, slow, job="old")
@@ -167,8 +174,9 @@ def test_new_start_detaches_the_old_task(qtbot, runner):
             print(json.dumps({"event": "result", "who": "new"}), flush=True)
         """), job="new")
     assert blocker.args[0]["who"] == "new"
-    assert not wait_gone({old_pid}, timeout=1.0)
-    qtbot.wait(100)
+    assert not wait_gone({old_pid}, timeout=60.0)  # the new start stopped it
+    # Once the old task is reaped, all it wrote has been read (and dropped).
+    qtbot.waitUntil(lambda: not runner._dying, timeout=60_000)
     assert [e[1]["who"] for e in rec.of("result")] == ["new"]
     assert not rec.of("error")
 

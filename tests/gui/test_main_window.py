@@ -139,9 +139,24 @@ def test_missing_source_file_says_so(window):
     assert "x = torch.arange(n, device='cpu')" in window.source.editor.toPlainText()
 
 
+def _spread(tab, line: int) -> int:
+    """How many nodes the innermost source line of the node on `line` made."""
+    node = tab.view.node_at(line)
+    if node is None or tab.view.listing.line_of(node) != line:
+        return 0
+    frames = parse_stack_trace(node.stack_trace)
+    return len(tab.view.index.source_lines(frames[-1].file, frames[-1].line)) if frames else 0
+
+
 def test_source_line_selects_its_nodes_with_next_previous(qtbot, window, toy_tab):
-    line = _line_of_op(toy_tab, "arange")
-    _click_line(qtbot, toy_tab, line)
+    # A node whose source line (one the pane can show) made several: next/previous have
+    # somewhere to go.
+    for line in (ln for ln in range(toy_tab.listing.line_count()) if _spread(toy_tab, ln) > 1):
+        _click_line(qtbot, toy_tab, line)
+        if not window.source.missing:
+            break
+    else:
+        raise AssertionError("no shown source line made more than one node")
     inner = window.source.frame
     # the user clicks a source line: the nodes it produced light up in the listing
     editor = window.source.editor
@@ -149,14 +164,13 @@ def test_source_line_selects_its_nodes_with_next_previous(qtbot, window, toy_tab
     qtbot.mouseClick(editor.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
     assert editor.textCursor().blockNumber() == inner.line - 1
     expected = toy_tab.view.index.source_lines(inner.file, inner.line)
-    assert toy_tab.listing.related_lines() == set(expected)
-    if len(expected) > 1:
-        start = toy_tab.listing.current_line()
-        window.source.next_btn.click()
-        assert toy_tab.listing.current_line() in expected
-        assert toy_tab.listing.current_line() != start
-        window.source.prev_btn.click()
-        assert toy_tab.listing.current_line() == start
+    assert toy_tab.listing.related_lines() == set(expected) and len(expected) > 1
+    start = toy_tab.listing.current_line()
+    window.source.next_btn.click()
+    assert toy_tab.listing.current_line() in expected
+    assert toy_tab.listing.current_line() != start
+    window.source.prev_btn.click()
+    assert toy_tab.listing.current_line() == start
 
 
 def test_module_tree_selects_the_modules_nodes(qtbot, window, toy_tab):
@@ -253,7 +267,19 @@ def test_select_node_and_gutter_marks(qtbot, window, toy_tab):
     assert toy_tab.listing.line_marks() == {}
     window.set_line_marks({line: "error", line + 1: "warning"})
     assert toy_tab.listing.line_marks() == {line: "error", line + 1: "warning"}
-    toy_tab.listing.repaint()  # paints marks without error
+    # Painted: each marked line's gutter holds its severity's colour, an unmarked one none.
+    view = toy_tab.listing
+    view.ensure_visible(line, center=True)
+    image = view.viewport().grab().toImage()
+
+    def gutter_colours(ln: int) -> set[str]:
+        y = view.point_at(ln).y()
+        return {image.pixelColor(x, y).name() for x in range(view.gutter_width())}
+
+    severity = {s: c.name() for s, c in view.theme.severity.items()}
+    assert gutter_colours(line) & set(severity.values()) == {severity["error"]}
+    assert gutter_colours(line + 1) & set(severity.values()) == {severity["warning"]}
+    assert not gutter_colours(line + 2) & set(severity.values())
 
 
 def test_side_tables(window, toy_tab, toy_archive):

@@ -9,12 +9,11 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest  # noqa: E402
-from _panel_helpers import ROOT, no_leaks, wait_gone  # noqa: E402,F401
+from _panel_helpers import ROOT, _alive, no_leaks, wait_gone  # noqa: E402,F401
 from PySide6.QtCore import QTimer  # noqa: E402
 from PySide6.QtGui import QImage  # noqa: E402
 
@@ -50,10 +49,13 @@ def test_draws_a_real_run_and_stays_responsive(qtbot, panel, toy, tmp_path):
     panel.set_archive(str(toy))
     assert panel.run_button.isEnabled()
     _small(panel)
-    beats: list[float] = []
+    # The event loop's own order of events: a heartbeat timer next to the child's samples.
+    order: list[str] = []
     heart = QTimer()
-    heart.timeout.connect(lambda: beats.append(time.perf_counter()))
+    heart.timeout.connect(lambda: order.append("beat") if panel.runner.is_running() else None)
     heart.start(20)
+    panel.runner.sample.connect(lambda _e: order.append("sample"))
+    panel.runner.progress.connect(lambda _s, _f: order.append("progress"))
     redraws_while_running: list[int] = []
     panel.chart.redrawn.connect(
         lambda: redraws_while_running.append(1) if panel.runner.is_running() else None)
@@ -72,9 +74,11 @@ def test_draws_a_real_run_and_stays_responsive(qtbot, panel, toy, tmp_path):
     assert len(y) == n
     assert redraws_while_running
     assert panel.chart.frames > 0
-    # The event loop kept turning: heartbeats all along, no multi-second freeze.
-    gaps = [b - a for a, b in zip(beats, beats[1:], strict=False)]
-    assert len(beats) > 20 and max(gaps) < 2.0, f"longest stall {max(gaps):.2f} s"
+    # The event loop kept turning while the child worked: heartbeats came between its
+    # first event ("import torch") and its first sample. How long a stall may be is
+    # bench_ui_jobs.py's to measure, not a test's.
+    first, sampled = order.index("progress"), order.index("sample")
+    assert "beat" in order[first:sampled] and order.count("sample") == n
     row = panel.stats_rows()[0]
     assert row[0] == run_label(record.spec)
     assert row[1] == _fmt(result["p50_ms"])
@@ -106,13 +110,19 @@ def test_draws_a_real_run_and_stays_responsive(qtbot, panel, toy, tmp_path):
 def test_stop_ends_the_child_and_keeps_the_samples(qtbot, panel, toy):
     panel.set_archive(str(toy))
     _small(panel, tokens=64)
+    panel.repeats.setValue(1000)  # 64,000 tokens: a child that ends soon was stopped
     with qtbot.waitSignal(panel.runner.sample, timeout=300_000):
         assert panel.start_run()
     pid = panel.runner.pid()
+    assert _alive(pid)  # running when stopped
     panel.stop()
-    assert not wait_gone({pid}, timeout=1.0)
     record = panel.records[-1]
-    assert record.state == "stopped" and record.series.n >= 1
+    kept = record.series.n
+    # Gone (how fast is bench_ui_jobs.py's to measure), and nothing of it came after stop.
+    assert not wait_gone({pid}, timeout=60.0)
+    qtbot.waitUntil(lambda: not panel.runner._dying, timeout=60_000)  # all it wrote is read
+    assert record.series.n == kept
+    assert record.state == "stopped" and 1 <= kept < 64 * 1000
     assert "(stopped)" in panel.stats_rows()[-1][0]
     assert panel.run_button.isEnabled() and not panel.stop_button.isEnabled()
 
@@ -128,7 +138,10 @@ def test_archive_without_the_two_programs_is_a_clear_error(qtbot, panel, small_a
     again = RunPanel()  # the last options come back
     qtbot.addWidget(again)
     assert again.max_tokens.value() == 2 and again.warmup.value() == 0
-    assert panel.details_button.isVisibleTo(panel) or panel.details.toPlainText()
+    # The child's traceback is one click away, and it ends in the error the status shows.
+    assert panel.details_button.isVisibleTo(panel)
+    details = panel.details.toPlainText()
+    assert details.startswith("Traceback") and text.removeprefix("Run failed: ") in details
 
 
 def test_needs_torch_message_without_torch(tmp_path):
