@@ -388,7 +388,10 @@ def _check_start(path: Path, zf: zipfile.ZipFile, end: list[Any]) -> None:
     offsets as written. A file can so hold two central directories of the same
     size, one that we would vet and one that torch would load."""
     shift = getattr(zf, "start_dir", end[zipfile._ECD_OFFSET]) - end[zipfile._ECD_OFFSET]
-    if shift:
+    # A negative shift is a file cut short before its directory (records missing,
+    # not moved): the records that remain are read alike, and reading a missing
+    # one fails with its own message.
+    if shift > 0:
         raise ArchiveError(
             f"{path.name} has {shift:,} bytes before its zip data (the offsets its "
             "directory states are not where its records are): zip readers disagree on "

@@ -55,18 +55,24 @@ def test_errors_arrive_as_message_and_traceback(qtbot, group):
 
 
 def test_a_newer_task_with_the_same_key_drops_the_stale_result(qtbot, group):
-    gate = threading.Event()
-    got, ended = [], []
-    group.start(lambda: (gate.wait(5), "old")[1], on_done=got.append, key="audit",
-                on_end=lambda: ended.append("old"))
-    queued = group.start(lambda: "never", on_done=got.append, key="other")
+    gate, started = threading.Event(), threading.Event()
+    got, ended, ran = [], [], []
+
+    def old():
+        started.set()
+        gate.wait(60)  # holds the group's one thread until the test lets go
+        return "old"
+
+    group.start(old, on_done=got.append, key="audit", on_end=lambda: ended.append("old"))
+    assert started.wait(30)  # the one thread is busy: what follows is queued
+    queued = group.start(lambda: ran.append("other"), on_done=got.append, key="other")
     group.start(lambda: "new", on_done=got.append, key="audit",
                 on_end=lambda: ended.append("new"))
     group.cancel("other")  # queued: it never starts, it ends at once
     assert queued.cancelled and queued.finished.is_set()
     gate.set()
     qtbot.waitUntil(lambda: len(ended) == 2, timeout=5000)
-    assert got == ["new"]
+    assert got == ["new"] and ran == []
 
 
 def test_close_runs_its_callback_only_after_the_running_task_returned(qtbot, group):

@@ -74,7 +74,7 @@ def test_run_cli_refuses_before_loading(tiny_archive: Path) -> None:
     env[memory.LIMIT_ENV] = "8M"  # any machine fits the tiny model at batch 16 (~20 MB)
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "inspector", "run", str(tiny_archive),
-                           "--batch", "16", "--max-tokens", "256"], env=env,
+                           "--batch", "16", "--max-tokens", "64"], env=env,
                           capture_output=True, text=True, timeout=120)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2, done.stderr
