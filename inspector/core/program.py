@@ -595,7 +595,9 @@ def _used_ranges(ranges: dict[str, Range], graph: Graph) -> dict[str, Range]:
     used: set[str] = set()
     for text in texts:
         used.update(_SYMBOL.findall(text))
-    return {k: v for k, v in ranges.items() if k in used}
+    # A derived key (`2*s40 + 1`) stays when its symbols do, as torch keeps it.
+    return {k: v for k, v in ranges.items()
+            if k in used or (names := set(_SYMBOL.findall(k))) and names <= used}
 
 
 def _value_names(kind: str, value: Any) -> Iterator[str]:
