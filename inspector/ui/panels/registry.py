@@ -59,6 +59,12 @@ def _run(ws: Workspace, services: PanelServices) -> QWidget:
     return RunPanel(ws, services.devices)
 
 
+def _profile(ws: Workspace, services: PanelServices) -> QWidget:
+    from inspector.ui.panels.profile import ProfilePanel
+
+    return ProfilePanel(ws, services.devices)
+
+
 def _shapes(ws: Workspace, services: PanelServices) -> QWidget:
     from inspector.ui.panels.shapes import ShapesPanel
 
@@ -70,4 +76,5 @@ PANELS: list[PanelSpec] = [
     PanelSpec("export", "Export", _export, "right"),
     PanelSpec("shapes", "Shapes", _shapes, "right"),
     PanelSpec("run", "Run", _run, "bottom"),
+    PanelSpec("profile", "Profile", _profile, "bottom"),
 ]

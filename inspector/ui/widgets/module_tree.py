@@ -6,9 +6,12 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHeaderView, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
+from inspector.core.annotations import Heat
 from inspector.core.document import ProgramView
+from inspector.ui.widgets.share_bar import SHARE_ROLE, ShareBarDelegate
 
 PATH_ROLE = Qt.ItemDataRole.UserRole
+TIME_COLUMN = 3  # a profile's time per module (set_heat), hidden until there is one
 
 
 class ModuleTree(QWidget):
@@ -20,7 +23,9 @@ class ModuleTree(QWidget):
         lay.setContentsMargins(0, 0, 0, 0)
         self.tree = QTreeWidget(self)
         self.tree.setObjectName("moduleTree")
-        self.tree.setHeaderLabels(["Module", "Class", "Nodes"])
+        self.tree.setHeaderLabels(["Module", "Class", "Nodes", "Time"])
+        self.tree.setItemDelegateForColumn(TIME_COLUMN, ShareBarDelegate(self.tree))
+        self.tree.setColumnHidden(TIME_COLUMN, True)
         self.tree.setUniformRowHeights(True)
         self.tree.setAlternatingRowColors(True)
         header = self.tree.header()
@@ -30,10 +35,29 @@ class ModuleTree(QWidget):
         header.setStretchLastSection(False)
         header.setMinimumSectionSize(40)
         header.resizeSection(1, 120)
+        header.setSectionResizeMode(TIME_COLUMN, QHeaderView.ResizeMode.Interactive)
+        header.resizeSection(TIME_COLUMN, 90)
         self.tree.itemSelectionChanged.connect(self._selected)
         lay.addWidget(self.tree)
         self._items: dict[str, QTreeWidgetItem] = {}
         self._view: ProgramView | None = None
+        self._heat: dict[str, Heat] = {}
+
+    def set_heat(self, heat: dict[str, Heat]) -> None:
+        """Module path -> heat (a profile's inclusive time per module): the Time column,
+        with a bar for the part of the largest value (the root: the summed node time)."""
+        self._heat = dict(heat)
+        top = max((abs(h.value) for h in heat.values()), default=0.0) or 1.0
+        for path, item in self._items.items():
+            h = heat.get(path)
+            item.setText(TIME_COLUMN, h.text if h else "")
+            item.setData(TIME_COLUMN, SHARE_ROLE, abs(h.value) / top if h else None)
+            item.setToolTip(TIME_COLUMN, h.tooltip if h else "")
+        self.tree.setColumnHidden(TIME_COLUMN, not heat)
+
+    def time_text(self, path: str) -> str:
+        item = self._items.get(path)
+        return item.text(TIME_COLUMN) if item is not None else ""
 
     def set_view(self, view: ProgramView | None) -> None:
         if view is self._view:
@@ -42,6 +66,8 @@ class ModuleTree(QWidget):
         self.tree.blockSignals(True)
         self.tree.clear()
         self._items = {}
+        self._heat = {}  # another program's times: the window sets this one's after
+        self.tree.setColumnHidden(TIME_COLUMN, True)
         if view is not None and view.modules is None:
             self.tree.addTopLevelItem(QTreeWidgetItem(["indexing…", "", ""]))
             self._view = None  # set again once the index is there
