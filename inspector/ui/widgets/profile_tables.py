@@ -163,6 +163,9 @@ def node_table(parent: QWidget | None = None) -> RowsTable:
                        (NodeTimesModel.SHARE, 90), (NodeTimesModel.TARGET, 170),
                        (NodeTimesModel.MODULE, 170), (NodeTimesModel.LINE, 50)):
         table.setColumnWidth(col, width)
+    table.horizontalHeader().setStretchLastSection(False)
+    table.horizontalHeader().setSectionResizeMode(NodeTimesModel.MODULE,
+                                                  QHeaderView.ResizeMode.Stretch)
     table.sortByColumn(NodeTimesModel.MS, Qt.SortOrder.DescendingOrder)
     return table
 
@@ -173,6 +176,9 @@ def failures_table(parent: QWidget | None = None) -> RowsTable:
     for col, width in ((FailuresModel.NODE, 150), (FailuresModel.LINE, 50),
                        (FailuresModel.MESSAGE, 520), (FailuresModel.TARGET, 170)):
         table.setColumnWidth(col, width)
+    table.horizontalHeader().setStretchLastSection(False)
+    table.horizontalHeader().setSectionResizeMode(FailuresModel.MESSAGE,
+                                                  QHeaderView.ResizeMode.Stretch)
     table.sortByColumn(FailuresModel.LINE, Qt.SortOrder.AscendingOrder)
     return table
 
