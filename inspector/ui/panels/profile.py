@@ -539,11 +539,14 @@ def _planned_text(i) -> str:
 def _summary(check: dict[str, Any] | None, profile: dict[str, Any] | None) -> str:
     lines = []
     if check:
+        parts = []
         for p in check.get("programs") or []:
             n = len(p.get("failures") or [])
-            verdict = (f"runs on {check.get('device')}" if p.get("ok") else
-                       f"{n} node{'s' if n != 1 else ''} would fail on {check.get('device')}")
-            lines.append(f"Check  {p.get('name')}: {verdict}")
+            parts.append(f"{p.get('name')} runs there" if p.get("ok") else
+                         f"{p.get('name')}: {n} node{'s' if n != 1 else ''} would fail")
+        verdict = ("runs on" if all(p.get("ok") for p in check.get("programs") or [])
+                   else "on")
+        lines.append(f"Check {verdict} {check.get('device')}: " + "; ".join(parts))
     if profile:
         dev = profile.get("device_name") or profile.get("device")
         for p in profile.get("programs") or []:

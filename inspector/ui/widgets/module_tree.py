@@ -53,9 +53,11 @@ class ModuleTree(QWidget):
             item.setText(TIME_COLUMN, h.text if h else "")
             item.setData(TIME_COLUMN, SHARE_ROLE, abs(h.value) / top if h else None)
             item.setToolTip(TIME_COLUMN, h.tooltip if h else "")
-        if heat and self.tree.isColumnHidden(TIME_COLUMN):  # room for it in a narrow dock
-            self.tree.header().resizeSection(1, 80)
-            self.tree.header().resizeSection(TIME_COLUMN, 76)
+        if heat and self.tree.isColumnHidden(TIME_COLUMN):
+            # next to the module's name, so a narrow dock shows it without scrolling
+            header = self.tree.header()
+            header.moveSection(header.visualIndex(TIME_COLUMN), 1)
+            header.resizeSection(TIME_COLUMN, 76)
         self.tree.setColumnHidden(TIME_COLUMN, not heat)
 
     def time_text(self, path: str) -> str:
