@@ -219,3 +219,39 @@ def test_retargeted_archive_checks_clean(qtbot, panel, window, open_wait, toy_ar
     assert "error" not in tab.listing.line_marks().values()
     assert [r for r in panel.failures.shown_rows() if r.severity == "error"] == []
     assert "runs on cuda" in panel.summary.text()
+
+
+def _with_record(src, dst, rel: str, data: bytes):
+    import zipfile
+
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zout:
+        names = zin.namelist()
+        top = next(n for n in names if n.endswith("/archive_format"))[: -len("archive_format")]
+        for name in names:
+            zout.writestr(name, zin.read(name))
+        zout.writestr(top + rel, data)
+    return dst
+
+
+def test_untrusted_archive_asks_before_running(qtbot, panel, open_wait, toy_archive, tmp_path,
+                                               monkeypatch):
+    bad = _with_record(toy_archive, tmp_path / "so.pt2", "data/aotinductor/model/model.so",
+                       b"\x7fELF")
+    open_wait(bad)
+    asked: list[str] = []
+    answer = [False]
+    monkeypatch.setattr(panel, "confirm_trust", lambda msg: asked.append(msg) or answer[0])
+    choose(panel.device, "cpu")
+    qtbot.waitUntil(panel.check_button.isEnabled, timeout=5000)
+    qtbot.mouseClick(panel.check_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: bool(asked) and not panel.runner.is_running(), timeout=JOB_TIMEOUT_MS)
+    assert "model.so" in asked[0]
+    assert "failed" in panel.status_area.text() and "model.so" in panel.status_area.text()
+    assert panel.results == {}
+
+    answer[0] = True  # consent: the same check again, with --trust
+    qtbot.mouseClick(panel.check_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: len(asked) == 2 and panel._job is not None and panel._job[2].trust,
+                    timeout=JOB_TIMEOUT_MS)
+    panel.cancel()
+    assert not panel.runner.is_running()
