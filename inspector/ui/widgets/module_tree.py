@@ -58,6 +58,7 @@ class ModuleTree(QWidget):
             header = self.tree.header()
             header.moveSection(header.visualIndex(TIME_COLUMN), 1)
             header.resizeSection(TIME_COLUMN, 76)
+            header.resizeSection(1, min(header.sectionSize(1), 84))  # Class: the name needs room
         self.tree.setColumnHidden(TIME_COLUMN, not heat)
 
     def time_text(self, path: str) -> str:
