@@ -271,6 +271,7 @@ class ProfilePanel(QWidget):
         super().showEvent(event)
         if self.devices is not None:
             self.devices.ensure()  # the devices job imports torch: only once someone looks
+        self._options_changed()
 
     def _show_doc(self, doc: Document | None) -> None:
         self.doc = doc
@@ -321,7 +322,9 @@ class ProfilePanel(QWidget):
             self._set_plan(str(exc), error=True)
         else:
             self._set_plan("", error=False)
-            if self.doc is not None:
+            # planning parses the program JSON (seconds for a 100k-node program): only
+            # for someone looking at the panel, never on every archive opened
+            if self.doc is not None and self.isVisible():
                 self._plan_timer.start()
         self._update_enabled()
 

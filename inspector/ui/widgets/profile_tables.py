@@ -89,8 +89,9 @@ class NodeTimesModel(_RowsModel):
 
 
 class FailuresModel(_RowsModel):
-    COLUMNS = ("Node", "Line", "Message", "Target", "Program")
-    NODE, LINE, MESSAGE, TARGET, PROGRAM = range(5)
+    # no Target column: the message needs the width (the target is in the details pane)
+    COLUMNS = ("Node", "Line", "Message", "Program")
+    NODE, LINE, MESSAGE, PROGRAM = range(4)
 
     def cell(self, row: FailureRow, column: int, role: int) -> Any:
         if role == Qt.ItemDataRole.DisplayRole:
@@ -98,12 +99,13 @@ class FailuresModel(_RowsModel):
             if row.severity != ERROR:
                 message = f"not checked: {message}"
             return (row.node, "" if row.line is None else str(row.line), message,
-                    _short_target(row.target), row.program)[column]
+                    row.program)[column]
         if role == SORT_ROLE:
-            return (row.node, -1 if row.line is None else row.line, row.message, row.target,
+            return (row.node, -1 if row.line is None else row.line, row.message,
                     row.program)[column]
         if role == Qt.ItemDataRole.ToolTipRole:
-            return plain_tooltip(row.message + (f"\nmade at {row.where}" if row.where else ""))
+            return plain_tooltip(f"{row.node} = {row.target}\n{row.message}"
+                                 + (f"\nmade at {row.where}" if row.where else ""))
         if role == Qt.ItemDataRole.ForegroundRole and column == self.NODE:
             return current_theme().severity.get(row.severity, current_theme().severity["info"])
         if role == Qt.ItemDataRole.TextAlignmentRole and column == self.LINE:
@@ -174,12 +176,13 @@ def failures_table(parent: QWidget | None = None) -> RowsTable:
     table = RowsTable(FailuresModel(parent), parent)
     table.setObjectName("profileFailures")
     for col, width in ((FailuresModel.NODE, 150), (FailuresModel.LINE, 50),
-                       (FailuresModel.MESSAGE, 520), (FailuresModel.TARGET, 170)):
+                       (FailuresModel.MESSAGE, 520), (FailuresModel.PROGRAM, 80)):
         table.setColumnWidth(col, width)
     table.horizontalHeader().setStretchLastSection(False)
     table.horizontalHeader().setSectionResizeMode(FailuresModel.MESSAGE,
                                                   QHeaderView.ResizeMode.Stretch)
-    table.sortByColumn(FailuresModel.LINE, Qt.SortOrder.AscendingOrder)
+    # the job's order (program by program, graph order) until a header is clicked
+    table.sortByColumn(-1, Qt.SortOrder.AscendingOrder)
     return table
 
 
