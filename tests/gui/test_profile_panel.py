@@ -101,6 +101,13 @@ def test_check_on_cuda_marks_the_failing_nodes_like_the_cli(qtbot, panel, window
     assert window.details.node is not None and window.details.node.name == "embedding_1"
     assert emb["message"] in window.details.plain_text()
 
+    # Clear takes the results off the listing and out of the panel
+    qtbot.mouseClick(panel.clear_button, Qt.MouseButton.LeftButton)
+    assert panel.failures.shown_rows() == []
+    assert emb["message"] not in toy_tab.listing.gutter_tooltip(line_of(toy_tab, "embedding_1"))
+    assert toy_tab.doc.annotations.layer("decoder", "check") is None
+    assert not panel.clear_button.isEnabled()
+
     # the options are remembered for the next window
     from inspector.ui.panels.profile import ProfilePanel
     from inspector.ui.workspace import Workspace

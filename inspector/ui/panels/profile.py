@@ -220,6 +220,12 @@ class ProfilePanel(QWidget):
         self.tabs.setDocumentMode(True)
         self.tabs.addTab(self.nodes, "Nodes by time")
         self.tabs.addTab(self.failures, "Failures")
+        self.clear_button = QToolButton()
+        self.clear_button.setText("Clear")
+        self.clear_button.setToolTip("remove this archive's check and profile results "
+                                     "(and their marks and times in the listing)")
+        self.clear_button.clicked.connect(self.clear_results)
+        self.tabs.setCornerWidget(self.clear_button)
         right = QWidget()
         rcol = QVBoxLayout(right)
         rcol.setContentsMargins(0, 0, 0, 0)
@@ -522,6 +528,7 @@ class ProfilePanel(QWidget):
         n_fail = sum(1 for r in rows if r.severity == "error")
         self.tabs.setTabText(1, f"Failures ({n_fail})" if (check or n_fail) else "Failures")
         self.summary.setText(_summary(check, profile))
+        self.clear_button.setEnabled(entry is not None)
         if focus == CHECK or (focus == PROFILE and n_fail and not self.nodes.shown_rows()):
             self.tabs.setCurrentWidget(self.failures)
         elif focus == PROFILE:
