@@ -55,10 +55,13 @@ class AnnotationLayer:
     marks: dict[str, Mark] = field(default_factory=dict)  # node name -> mark
     heat: dict[str, Heat] = field(default_factory=dict)  # node name -> heat
     line_marks: dict[int, Mark] = field(default_factory=dict)  # listing line -> mark
+    # module path (nn_module_stack) -> heat, inclusive of submodules: the module
+    # tree's time column (a profile's module rollup)
+    modules: dict[str, Heat] = field(default_factory=dict)
     title: str = ""  # what the heat column means ("time", "bytes"), shown in tooltips
 
     def is_empty(self) -> bool:
-        return not (self.marks or self.heat or self.line_marks)
+        return not (self.marks or self.heat or self.line_marks or self.modules)
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,11 @@ class AnnotationStore:
     def layer(self, program: str, source: str) -> AnnotationLayer | None:
         return self._layers.get(program, {}).get(source)
 
+    def module_heat(self, program: str) -> dict[str, Heat]:
+        """Module path -> heat from the newest layer of `program` that has any."""
+        layer = next((lay for lay in reversed(self.layers(program)) if lay.modules), None)
+        return dict(layer.modules) if layer is not None else {}
+
     def programs(self) -> list[str]:
         return [p for p, layers in self._layers.items() if layers]
 
@@ -141,6 +149,12 @@ def resolve(layers: Iterable[AnnotationLayer], program: Program,
                 line = listing.line_of(node)
                 if line is not None:
                     lines_of.setdefault(node.name, []).append(line)
+        # values with a line but no node of their own: the `getitem` lines the listing
+        # prints after a multi-output node (torch's FX graph has them as nodes)
+        for name in wanted - lines_of.keys():
+            line = listing.definitions.get(("", name))
+            if line is not None:
+                lines_of[name] = [line]
     for layer in layers:
         for line, mark in layer.line_marks.items():
             out.marks[line] = worse(out.marks.get(line), mark)

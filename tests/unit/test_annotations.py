@@ -90,3 +90,19 @@ def test_unknown_names_are_ignored(program_listing):
     out = resolve([layer], program, listing)
     assert out.marks == {} and out.heat == {}
     assert layer.is_empty() is False and AnnotationLayer("x").is_empty()
+
+
+def test_values_without_a_node_of_their_own_resolve_by_their_listing_line(program_listing):
+    """`values, index = torch.max(...)`: the listing prints a `getitem` line per output
+    (torch's FX graph has them as nodes, which check/profile report by name)."""
+    program, listing = program_listing
+    node_names = {n.name for n in program.all_nodes()}
+    getitems = [name for (graph, name), line in listing.definitions.items()
+                if graph == "" and name not in node_names and " = " in listing.lines[line]
+                and "getitem" in name]
+    assert getitems, "the small model's torch.max should print getitem lines"
+    layer = AnnotationLayer("profile", heat={name: Heat(float(i + 1), f"{i + 1} ms")
+                                             for i, name in enumerate(getitems)})
+    out = resolve([layer], program, listing)
+    for name in getitems:
+        assert listing.definitions[("", name)] in out.heat

@@ -68,6 +68,12 @@ def _run(ws: Workspace, services: PanelServices) -> QWidget:
     return RunPanel(ws, services.devices)
 
 
+def _profile(ws: Workspace, services: PanelServices) -> QWidget:
+    from inspector.ui.panels.profile import ProfilePanel
+
+    return ProfilePanel(ws, services.devices)
+
+
 def _shapes(ws: Workspace, services: PanelServices) -> QWidget:
     from inspector.ui.panels.shapes import ShapesPanel
 
@@ -85,4 +91,5 @@ PANELS: list[PanelSpec] = [
     PanelSpec("run", "Run", _run, "central",
               "time the archive's generator on a device, charted live"),
     PanelSpec("weights", "Weights", _weights, "bottom"),
+    PanelSpec("profile", "Profile", _profile, "bottom"),
 ]

@@ -8,11 +8,13 @@ module, go to a user — and the window wires them through `linkActivated`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
 
 from PySide6.QtCore import QUrl, Signal
 from PySide6.QtWidgets import QTextBrowser, QVBoxLayout, QWidget
 
+from inspector.core.annotations import AnnotationLayer
 from inspector.core.frames import Frame, parse_module_stack, parse_stack_trace
 from inspector.core.program import Argument, Graph, Node
 from inspector.ui import settings as keys
@@ -40,6 +42,7 @@ class DetailsPane(QWidget):
         self.node: Node | None = None
         self.frames: tuple[Frame, ...] = ()
         self.users: dict[str, list[int]] = {}
+        self.annotations: list[AnnotationLayer] = []
         self.show_message("Click a line of the listing to see its node.")
 
     def show_message(self, text: str) -> None:
@@ -48,9 +51,11 @@ class DetailsPane(QWidget):
         self.browser.setHtml(f"<p style='color:gray'>{escape(text)}</p>")
 
     def show_node(self, node: Node | None, line: int, users: dict[str, list[int]],
-                  line_label) -> None:
+                  line_label, annotations: Sequence[AnnotationLayer] = ()) -> None:
         """`users`: output value name -> listing lines reading it;
-        `line_label(line) -> str` names a listing line for the users list."""
+        `line_label(line) -> str` names a listing line for the users list;
+        `annotations`: the program's layers (a profile's time, a check's failure)."""
+        self.annotations = list(annotations)
         if node is None:
             self.show_message("No node on this line.")
             return
@@ -70,6 +75,7 @@ class DetailsPane(QWidget):
         h.append(f"<div class='title'>{escape(node.name)}</div>")
         h.append(f"<div class='target'>{escape(node.target)}</div>")
         h.append(self._breadcrumb(node, link))
+        h.append(self._notes(node, t))
         h.append("<h3>Inputs</h3><table>")
         for inp in node.inputs:
             h.append(f"<tr><td class='k'>{escape(inp.name)}</td><td>{self._arg(inp.arg, g)}</td></tr>")
@@ -100,6 +106,23 @@ class DetailsPane(QWidget):
                 h.append(f"<span class='dim'>… {len(users_all) - _MAX_USERS} more</span>")
             h.append("</div>")
         self.browser.setHtml("".join(h))
+
+    def _notes(self, node: Node, t: Theme) -> str:
+        """What the annotation layers say of this node: its time, its failure."""
+        rows = []
+        for layer in self.annotations:
+            heat = layer.heat.get(node.name)
+            if heat is not None:
+                rows.append(f"<tr><td class='k'>{escape(layer.title or layer.source)}</td>"
+                            f"<td><b>{escape(heat.text)}</b> <span class='dim'>"
+                            f"{escape(heat.tooltip)}</span></td></tr>")
+            mark = layer.marks.get(node.name)
+            if mark is not None:
+                color = t.severity.get(mark.severity, t.severity["info"]).name()
+                text = "<br>".join(escape(x) for x in mark.tooltip.splitlines())
+                rows.append(f"<tr><td class='k' style='color:{color}'>{escape(layer.source)}</td>"
+                            f"<td>{text}</td></tr>")
+        return f"<table class='notes'>{''.join(rows)}</table>" if rows else ""
 
     def _breadcrumb(self, node: Node, link: str) -> str:
         entries = parse_module_stack(node.nn_module_stack)

@@ -6,10 +6,13 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHeaderView, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
+from inspector.core.annotations import Heat
 from inspector.core.document import ProgramView
 from inspector.ui.widgets.plain import plain_tooltip
+from inspector.ui.widgets.share_bar import SHARE_ROLE, ShareBarDelegate
 
 PATH_ROLE = Qt.ItemDataRole.UserRole
+TIME_COLUMN = 3  # a profile's time per module (set_heat), hidden until there is one
 
 
 class ModuleTree(QWidget):
@@ -21,7 +24,9 @@ class ModuleTree(QWidget):
         lay.setContentsMargins(0, 0, 0, 0)
         self.tree = QTreeWidget(self)
         self.tree.setObjectName("moduleTree")
-        self.tree.setHeaderLabels(["Module", "Class", "Nodes"])
+        self.tree.setHeaderLabels(["Module", "Class", "Nodes", "Time"])
+        self.tree.setItemDelegateForColumn(TIME_COLUMN, ShareBarDelegate(self.tree))
+        self.tree.setColumnHidden(TIME_COLUMN, True)
         self.tree.setUniformRowHeights(True)
         self.tree.setAlternatingRowColors(True)
         header = self.tree.header()
@@ -35,10 +40,35 @@ class ModuleTree(QWidget):
         header.setMinimumSectionSize(40)
         self.tree.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.tree.setIndentation(12)  # deep models: names, not indentation, get the width
+        header.setSectionResizeMode(TIME_COLUMN, QHeaderView.ResizeMode.Interactive)
+        header.resizeSection(TIME_COLUMN, 90)
         self.tree.itemSelectionChanged.connect(self._selected)
         lay.addWidget(self.tree)
         self._items: dict[str, QTreeWidgetItem] = {}
         self._view: ProgramView | None = None
+        self._heat: dict[str, Heat] = {}
+
+    def set_heat(self, heat: dict[str, Heat]) -> None:
+        """Module path -> heat (a profile's inclusive time per module): the Time column,
+        with a bar for the part of the largest value (the root: the summed node time)."""
+        self._heat = dict(heat)
+        top = max((abs(h.value) for h in heat.values()), default=0.0) or 1.0
+        for path, item in self._items.items():
+            h = heat.get(path)
+            item.setText(TIME_COLUMN, h.text if h else "")
+            item.setData(TIME_COLUMN, SHARE_ROLE, abs(h.value) / top if h else None)
+            item.setToolTip(TIME_COLUMN, h.tooltip if h else "")
+        if heat and self.tree.isColumnHidden(TIME_COLUMN):
+            # next to the module's name, so a narrow dock shows it without scrolling
+            header = self.tree.header()
+            header.moveSection(header.visualIndex(TIME_COLUMN), 1)
+            header.resizeSection(TIME_COLUMN, 76)
+            header.resizeSection(1, min(header.sectionSize(1), 84))  # Class: the name needs room
+        self.tree.setColumnHidden(TIME_COLUMN, not heat)
+
+    def time_text(self, path: str) -> str:
+        item = self._items.get(path)
+        return item.text(TIME_COLUMN) if item is not None else ""
 
     def set_view(self, view: ProgramView | None) -> None:
         if view is self._view:
@@ -47,6 +77,8 @@ class ModuleTree(QWidget):
         self.tree.blockSignals(True)
         self.tree.clear()
         self._items = {}
+        self._heat = {}  # another program's times: the window sets this one's after
+        self.tree.setColumnHidden(TIME_COLUMN, True)
         if view is not None and view.modules is None:
             self.tree.addTopLevelItem(QTreeWidgetItem(["indexing…", "", ""]))
             self._view = None  # set again once the index is there

@@ -296,6 +296,9 @@ class MainWindow(QMainWindow):
         tab = self._tab_of(doc)
         if tab is not None:
             tab.refresh_annotations(program)
+            if tab is self.current_tab() and tab.view is not None and tab.view.name == program:
+                self.modules.set_heat(doc.annotations.module_heat(program))
+                self._line_changed(tab, tab.listing.current_line())  # the node's time
 
     def close_tab(self, index: int) -> None:
         tab = self.tabs.widget(index)
@@ -407,6 +410,7 @@ class MainWindow(QMainWindow):
         view = tab.view
         self.setWindowTitle(f"{tab.doc.path.name} — {APP_TITLE}")
         self.modules.set_view(view)
+        self.modules.set_heat(tab.doc.annotations.module_heat(view.name))
         self.tables.set_program(tab.doc, view)
         n_prog = len(tab.doc.program_names)
         if not self.is_loading():
@@ -428,7 +432,8 @@ class MainWindow(QMainWindow):
             self.source.show_message(f"Line {line + 1} has no node, so no source.")
             return
         users = {name: view.users_of(name, line) for name in node.output_names()}
-        self.details.show_node(node, line, users, lambda ln: _line_label(view, ln))
+        self.details.show_node(node, line, users, lambda ln: _line_label(view, ln),
+                               tab.doc.annotations.layers(view.name))
         # the innermost frame is the one the listing's `# File:` comment names
         frames = parse_stack_trace(node.stack_trace)
         if not frames:

@@ -1,0 +1,192 @@
+"""The Profile panel's tables: node times (sortable, a share bar per row) and failures.
+
+Views over a model (a profile of a 100k-node program is 100k rows); sorting goes
+through a QSortFilterProxyModel on raw values (SORT_ROLE), so "ms" sorts as numbers.
+Every cell is plain text: node names, targets and torch's messages come from a file.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QPersistentModelIndex,
+    QSortFilterProxyModel,
+    Qt,
+    Signal,
+)
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
+
+from inspector.core.annotations import ERROR
+from inspector.core.run_layers import FailureRow, NodeRow, ms_text, share_text
+from inspector.ui.widgets.shapes_tables import plain_tooltip
+from inspector.ui.widgets.share_bar import SHARE_ROLE, ShareBarDelegate
+from inspector.ui.widgets.theme import current_theme
+
+SORT_ROLE = Qt.ItemDataRole.UserRole + 1
+ROW_ROLE = Qt.ItemDataRole.UserRole + 2  # the NodeRow / FailureRow of the row
+
+_Index = QModelIndex | QPersistentModelIndex
+
+
+class _RowsModel(QAbstractTableModel):
+    COLUMNS: tuple[str, ...] = ()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.rows: list[Any] = []
+
+    def set_rows(self, rows: list[Any]) -> None:
+        self.beginResetModel()
+        self.rows = list(rows)
+        self.endResetModel()
+
+    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(self.COLUMNS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return self.COLUMNS[section]
+        return None
+
+    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        row = self.rows[index.row()]
+        if role == ROW_ROLE:
+            return row
+        return self.cell(row, index.column(), role)
+
+    def cell(self, row: Any, column: int, role: int) -> Any:
+        raise NotImplementedError
+
+
+class NodeTimesModel(_RowsModel):
+    COLUMNS = ("Node", "ms", "Share", "Target", "Module", "Line", "Program")
+    NODE, MS, SHARE, TARGET, MODULE, LINE, PROGRAM = range(7)
+
+    def cell(self, row: NodeRow, column: int, role: int) -> Any:
+        if role == Qt.ItemDataRole.DisplayRole:
+            return (row.name, ms_text(row.ms), share_text(row.share), _short_target(row.target),
+                    row.module or "(root)", "" if row.line is None else str(row.line),
+                    row.program)[column]
+        if role == SORT_ROLE:
+            return (row.name, row.ms, row.share, row.target, row.module,
+                    -1 if row.line is None else row.line, row.program)[column]
+        if role == SHARE_ROLE and column == self.SHARE:
+            return row.share
+        if role == Qt.ItemDataRole.ToolTipRole and column in (self.TARGET, self.MODULE):
+            return plain_tooltip(row.target if column == self.TARGET else row.module)
+        if role == Qt.ItemDataRole.TextAlignmentRole and column in (self.MS, self.LINE):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+
+class FailuresModel(_RowsModel):
+    # no Target column: the message needs the width (the target is in the details pane)
+    COLUMNS = ("Node", "Line", "Message", "Program")
+    NODE, LINE, MESSAGE, PROGRAM = range(4)
+
+    def cell(self, row: FailureRow, column: int, role: int) -> Any:
+        if role == Qt.ItemDataRole.DisplayRole:
+            message = row.message.splitlines()[0] if row.message else ""
+            if row.severity != ERROR:
+                message = f"not checked: {message}"
+            return (row.node, "" if row.line is None else str(row.line), message,
+                    row.program)[column]
+        if role == SORT_ROLE:
+            return (row.node, -1 if row.line is None else row.line, row.message,
+                    row.program)[column]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return plain_tooltip(f"{row.node} = {row.target}\n{row.message}"
+                                 + (f"\nmade at {row.where}" if row.where else ""))
+        if role == Qt.ItemDataRole.ForegroundRole and column == self.NODE:
+            return current_theme().severity.get(row.severity, current_theme().severity["info"])
+        if role == Qt.ItemDataRole.TextAlignmentRole and column == self.LINE:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+
+class RowsTable(QTableView):
+    """A sortable table over a _RowsModel; `rowActivated(row)` on click or Enter."""
+
+    rowActivated = Signal(object)  # NodeRow | FailureRow
+
+    def __init__(self, model: _RowsModel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.source = model
+        self.proxy = QSortFilterProxyModel(self)
+        self.proxy.setSourceModel(model)
+        self.proxy.setSortRole(SORT_ROLE)
+        self.setModel(self.proxy)
+        self.setSortingEnabled(True)
+        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.setAlternatingRowColors(True)
+        self.setWordWrap(False)
+        self.verticalHeader().hide()
+        self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
+        header = self.horizontalHeader()
+        header.setHighlightSections(False)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setStretchLastSection(True)
+        self.clicked.connect(self._activated)
+        self.activated.connect(self._activated)
+
+    def set_rows(self, rows: list[Any]) -> None:
+        self.source.set_rows(rows)
+        self.setColumnHidden(len(self.source.COLUMNS) - 1,
+                             len({r.program for r in rows}) < 2)  # Program: only if several
+
+    def row_at(self, view_row: int) -> Any:
+        return self.proxy.index(view_row, 0).data(ROW_ROLE)
+
+    def shown_rows(self) -> list[Any]:
+        return [self.row_at(i) for i in range(self.proxy.rowCount())]
+
+    def _activated(self, index: QModelIndex) -> None:
+        row = index.data(ROW_ROLE)
+        if row is not None:
+            self.rowActivated.emit(row)
+
+
+def node_table(parent: QWidget | None = None) -> RowsTable:
+    table = RowsTable(NodeTimesModel(parent), parent)
+    table.setObjectName("profileNodes")
+    table.setItemDelegateForColumn(NodeTimesModel.SHARE, ShareBarDelegate(table))
+    for col, width in ((NodeTimesModel.NODE, 150), (NodeTimesModel.MS, 72),
+                       (NodeTimesModel.SHARE, 90), (NodeTimesModel.TARGET, 170),
+                       (NodeTimesModel.MODULE, 170), (NodeTimesModel.LINE, 50)):
+        table.setColumnWidth(col, width)
+    table.horizontalHeader().setStretchLastSection(False)
+    table.horizontalHeader().setSectionResizeMode(NodeTimesModel.MODULE,
+                                                  QHeaderView.ResizeMode.Stretch)
+    table.sortByColumn(NodeTimesModel.MS, Qt.SortOrder.DescendingOrder)
+    return table
+
+
+def failures_table(parent: QWidget | None = None) -> RowsTable:
+    table = RowsTable(FailuresModel(parent), parent)
+    table.setObjectName("profileFailures")
+    for col, width in ((FailuresModel.NODE, 150), (FailuresModel.LINE, 50),
+                       (FailuresModel.MESSAGE, 520), (FailuresModel.PROGRAM, 80)):
+        table.setColumnWidth(col, width)
+    table.horizontalHeader().setStretchLastSection(False)
+    table.horizontalHeader().setSectionResizeMode(FailuresModel.MESSAGE,
+                                                  QHeaderView.ResizeMode.Stretch)
+    # the job's order (program by program, graph order) until a header is clicked
+    table.sortByColumn(-1, Qt.SortOrder.AscendingOrder)
+    return table
+
+
+def _short_target(target: str) -> str:
+    """torch.ops.aten.embedding.default -> aten.embedding (the full name in the tooltip)."""
+    t = target.removeprefix("torch.ops.")
+    return t.removesuffix(".default")
