@@ -343,7 +343,18 @@ class MainWindow(QMainWindow):
             self._program_shown(tab)
 
     def _program_shown(self, tab: ArchiveTab) -> None:
-        if tab is not self.current_tab() or tab.view is None:
+        if tab is not self.current_tab():
+            return
+        if tab.view is None:  # an AOTInductor package of compiled code only
+            if tab.doc.program_names:
+                return  # its program is still being read
+            self.setWindowTitle(f"{tab.doc.path.name} — {APP_TITLE}")
+            self.modules.set_view(None)
+            self.tables.set_program(None, None)
+            self.details.show_message("This package holds compiled code only: no program to list.")
+            self.cursor_label.setText("")
+            if not self.is_loading():
+                self.status_label.setText(tab.summary())
             return
         view = tab.view
         self.setWindowTitle(f"{tab.doc.path.name} — {APP_TITLE}")
@@ -366,8 +377,10 @@ class MainWindow(QMainWindow):
         if node is None:
             self.details.show_message("No node on this line.")
             return
-        users = {name: view.users_of(name, line) for name in node.output_names()}
-        self.details.show_node(node, line, users, lambda ln: _line_label(view, ln))
+        # keyed by the names the listing prints (`input_1` for the input `input`)
+        users = view.node_users(node)
+        self.details.show_node(node, line, users, lambda ln: _line_label(view, ln),
+                               shown=view.shown_namer(node))
         # the innermost frame is the one the listing's `# File:` comment names
         frames = parse_stack_trace(node.stack_trace)
         if frames and self.dock_source.isVisible():
@@ -418,7 +431,7 @@ class MainWindow(QMainWindow):
         text = tab.listing.line_text(line)
         # F12 on a statement: the first value it reads; on an input, its own name
         node = tab.view.node_at(line) if tab.view else None
-        names = node.input_names() if node is not None else []
+        names = tab.view.shown_inputs(node) if node is not None else []
         for name in names:
             if tab.go_to_definition(name, line):
                 return True
@@ -513,6 +526,8 @@ class MainWindow(QMainWindow):
             tab = self.tabs.widget(i)
             if isinstance(tab, ArchiveTab):
                 tab.listing.set_theme(theme)
+                if tab.compiled is not None:
+                    tab.compiled.set_theme(theme)
         self.details.set_theme(theme)
         self.source.set_theme(theme)
 
@@ -551,4 +566,4 @@ def _line_label(view: ProgramView, line: int) -> str:
     node = view.node_at(line)
     if node is None:
         return f"line {line + 1}"
-    return f"{line + 1}: {node.name} = {node.op_name}(…)"
+    return f"{line + 1}: {view.shown_name(node.graph.name, node.name)} = {node.op_name}(…)"
