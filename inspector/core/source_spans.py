@@ -18,9 +18,10 @@ from pygments.token import Comment, Keyword, Name, Number, String
 
 Span = tuple[int, int, str]  # start column, end column, category
 
-# Lexed characters per file: pygments' C++ lexer does ~1-2 MB/s here, so a
-# 4 MiB wrapper takes a few seconds in the background; beyond it, plain text.
-MAX_HIGHLIGHT_CHARS = 4 * 1024 * 1024
+# Lexed characters per file: pygments' C++ lexer did ~0.1 MB/s on a busy
+# shared machine (4 MiB in 39 s), so 2 MiB keeps a huge wrapper's colours
+# within seconds to tens of seconds of a background thread; beyond, plain text.
+MAX_HIGHLIGHT_CHARS = 2 * 1024 * 1024
 
 
 def cpp_category(ttype) -> str | None:

@@ -40,7 +40,7 @@ from inspector.core.aoti import (
     read_source,
 )
 from inspector.core.source_spans import MAX_HIGHLIGHT_CHARS, lexer_for, line_spans
-from inspector.ui.widgets.code_view import CodeView
+from inspector.ui.widgets.code_view import CodeView, build_document
 from inspector.ui.widgets.theme import Theme, current_theme
 from inspector.ui.workspace import Document
 
@@ -85,10 +85,16 @@ def describe_file_kind(rel: str) -> str:
     return "source"
 
 
-def _load_source(archive, rel: str) -> tuple[str, int]:
-    """(text shown, full length): the head of a huge file, never all of it."""
+def _load_source(archive, rel: str) -> tuple[str, int, object]:
+    """(text shown, full length, its document): the head of a huge file, never
+    all of it; the document is filled here, off the GUI thread."""
     text = read_source(archive, rel)
-    return text[:MAX_SHOWN_CHARS], len(text)
+    shown = text[:MAX_SHOWN_CHARS]
+    return shown, len(text), build_document(shown)
+
+
+def _rebuild(got: tuple[str, int]) -> tuple[str, int, object]:
+    return got[0], got[1], build_document(got[0])
 
 
 def _spans(ctx, rel: str, text: str):
@@ -111,6 +117,8 @@ class CompiledModelView(QWidget):
         self.source_path = ""
         self.error = ""
         self._texts: dict[str, tuple[str, int]] = {}
+        self._reading = False  # source_path is being read / its document built
+        self._want_line = -1
         self._spans: dict[str, dict] = {}
 
         lay = QVBoxLayout(self)
@@ -122,28 +130,26 @@ class CompiledModelView(QWidget):
         self.picker.setObjectName("compiledModelPicker")
         self.picker.setToolTip("Compiled model of this package (data/aotinductor/<model>/)")
         self.picker.currentIndexChanged.connect(self.show_model)
+        # the header's second half: reading / the error / where the program is
         self.target = _plain_label("Reading the compiled models…", self)
         self.target.setObjectName("compiledTarget")
-        font = self.target.font()
-        font.setBold(True)
-        self.target.setFont(font)
+        self.target.setWordWrap(True)
         head.addWidget(self.title)
         head.addWidget(self.picker)
-        head.addSpacing(8)
+        head.addSpacing(10)
         head.addWidget(self.target, 1)
         lay.addLayout(head)
 
-        # what it was built for: two label/value pairs a row, long values alone
+        # what it was built for, compact: the code view gets the height
         grid = QGridLayout()
         grid.setContentsMargins(0, 0, 0, 0)
-        grid.setHorizontalSpacing(10)
+        grid.setHorizontalSpacing(8)
         grid.setVerticalSpacing(2)
-        self.fields: dict[str, QLabel] = {}
+        self.fields: dict[str, QLabel] = {"program": self.target}
         self._field_labels: dict[str, QLabel] = {}
-        places = (("device", "Device", 0, 0, 1), ("compute_capability", "Compute capability", 0, 2, 1),
-                  ("platform", "Platform", 1, 0, 1), ("machine", "Machine", 1, 2, 1),
-                  ("cpu_isa", "CPU ISA", 2, 0, 3), ("program", "Program", 3, 0, 3),
-                  ("problems", "Problems", 4, 0, 3))
+        places = (("device", "Device", 0, 0, 1), ("platform", "Platform", 0, 2, 1),
+                  ("machine", "Machine", 0, 4, 1), ("compute_capability", "Compute capability", 0, 6, 1),
+                  ("cpu_isa", "CPU ISA", 1, 0, 7), ("problems", "Problems", 2, 0, 7))
         for key, label, row, col, span in places:
             name = QLabel(label + ":", self)
             value = _plain_label("", self)
@@ -153,8 +159,8 @@ class CompiledModelView(QWidget):
             self._field_labels[key] = name
             grid.addWidget(name, row, col)
             grid.addWidget(value, row, col + 1, 1, span)
-        grid.setColumnStretch(1, 1)
-        grid.setColumnStretch(3, 2)
+        for col in (1, 3, 5, 7):
+            grid.setColumnStretch(col, 1)
         lay.addLayout(grid)
 
         self.split = QSplitter(Qt.Orientation.Vertical, self)
@@ -231,7 +237,6 @@ class CompiledModelView(QWidget):
         m = pm.model
         if self.picker.currentIndex() != index:
             self.picker.setCurrentIndex(index)
-        self.target.setText(f"built for {m.target}")
         none = "—"
         for key in ("device", "platform", "machine", "cpu_isa"):
             self.fields[key].setText(getattr(m, key) or none)
@@ -239,9 +244,10 @@ class CompiledModelView(QWidget):
             m.compute_capability or ("none (a CPU build)" if m.device == "cpu" else none))
         if pm.program is not None:
             self.fields["program"].setText(
-                f"{pm.program}, in the package: click a kernel's source node to see it in the listing")
+                f"program {pm.program} is in the package: click a kernel's source node"
+                " to see it in the listing")
         else:
-            self.fields["program"].setText("not in the package (compiled code only)")
+            self.fields["program"].setText("no program in the package (compiled code only)")
         self.fields["problems"].setText("; ".join(m.problems))
         self.fields["problems"].setVisible(bool(m.problems))
         self._field_labels["problems"].setVisible(bool(m.problems))
@@ -363,34 +369,41 @@ class CompiledModelView(QWidget):
             self.sources.blockSignals(True)
             self.sources.setCurrentIndex(i)
             self.sources.blockSignals(False)
-        if rel == self.source_path and rel in self._texts:
-            if line >= 0:
+        if rel == self.source_path and (self._reading or rel in self._texts):
+            if self._reading:  # shown once read
+                self._want_line = line if line >= 0 else self._want_line
+            elif line >= 0:
                 self.code.show_line(line)
             return
         self.source_path = rel
+        self._reading, self._want_line = True, line
         got = self._texts.get(rel)
-        if got is not None:
-            self._show_text(rel, got, line)
-            return
+        # read (or shown before: rebuilt from the kept text) off the GUI thread
+        fn, args = (_rebuild, (got,)) if got is not None else (_load_source, (self.doc.archive, rel))
         self.code.set_text("")
         self.source_note.setText("reading…")
-        self.doc.tasks.start(_load_source, self.doc.archive, rel, key="aoti:source",
+        self.doc.tasks.start(fn, *args, key="aoti:source",
                              on_done=lambda got, r=rel, ln=line: self._loaded(r, got, ln),
                              on_fail=lambda msg, _det, r=rel: self._source_failed(r, msg))
 
-    def _loaded(self, rel: str, got: tuple[str, int], line: int) -> None:
-        self._texts[rel] = got
+    def _loaded(self, rel: str, got: tuple[str, int, object], line: int) -> None:
+        text, total, doc = got
+        self._texts[rel] = (text, total)
         if rel == self.source_path:
-            self._show_text(rel, got, line)
+            self._reading = False
+            self._show_text(rel, (text, total), self._want_line, doc)
+        else:
+            doc.deleteLater()
 
     def _source_failed(self, rel: str, message: str) -> None:
         if rel == self.source_path:
+            self._reading = False
             self.code.set_text("")
             self.source_note.setText(f"cannot show it: {message}")
 
-    def _show_text(self, rel: str, got: tuple[str, int], line: int) -> None:
+    def _show_text(self, rel: str, got: tuple[str, int], line: int, doc) -> None:
         text, total = got
-        self.code.set_text(text)
+        self.code.set_document(doc)
         if line >= 0:
             self.code.show_line(line)
         note = "read only · never compiled"
