@@ -11,6 +11,7 @@ library: tests may, the inspector never does) and with inspector.core.aoti.
 
 from __future__ import annotations
 
+import json
 import zipfile
 from pathlib import Path
 
@@ -183,3 +184,58 @@ def test_a_kernel_source_node_selects_the_node(qtbot, window, open_wait, package
     # the kernel's call was shown too, for going back to it
     assert view.code.marked_line() == k.line - 1
 
+
+
+def test_a_file_click_shows_that_source(qtbot, open_wait, packages):
+    _tab, view = _open_compiled(qtbot, open_wait, packages["only"])
+    with open_archive(packages["only"]) as archive:
+        (model,) = compiled_models(archive)
+        rel = next(p for p in model.sources if p.endswith(".kernel.cpp"))
+        text = read_source(archive, rel)
+    view.lists.setCurrentWidget(view.files)
+    row = next(i for i in range(view.files.topLevelItemCount())
+               if view.files.topLevelItem(i).data(0, Qt.ItemDataRole.UserRole) == rel)
+    rect = view.files.visualItemRect(view.files.topLevelItem(row))
+    with qtbot.waitSignal(view.sourceColoured, timeout=60000):
+        qtbot.mouseClick(view.files.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    assert view.source_path == rel and view.sources.currentData() == rel
+    assert view.code.toPlainText() == text
+    # the .so is listed, never opened
+    so = next(i for i in range(view.files.topLevelItemCount())
+              if view.files.topLevelItem(i).text(0).endswith(".wrapper.so"))
+    rect = view.files.visualItemRect(view.files.topLevelItem(so))
+    qtbot.mouseClick(view.files.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    assert view.source_path == rel
+
+
+def _rewritten(src: Path, dst: Path, edit) -> Path:
+    """A copy of package `src` with each record's bytes passed through edit(name, data)."""
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zout:
+        for info in zin.infolist():
+            zout.writestr(info.filename, edit(info.filename, zin.read(info.filename)))
+    return dst
+
+
+def test_markup_in_a_package_stays_text(qtbot, open_wait, packages, tmp_path):
+    markup = "<b>bold</b><img src=x>"
+
+    def edit(name: str, data: bytes) -> bytes:
+        if name.endswith("wrapper_metadata.json"):
+            meta = json.loads(data)
+            meta["AOTI_PLATFORM"] = markup
+            return json.dumps(meta).encode()
+        if name.endswith(".wrapper.cpp"):
+            return data.replace(b"Topologically Sorted Source Nodes: [linear]",
+                                f"Topologically Sorted Source Nodes: [{markup}]".encode())
+        return data
+
+    path = _rewritten(packages["only"], tmp_path / "markup.pt2", edit)
+    _tab, view = _open_compiled(qtbot, open_wait, path)
+    assert view.fields["platform"].text() == markup
+    assert view.fields["platform"].textFormat() == Qt.TextFormat.PlainText
+    rows = _tree_rows(view.kernels)
+    assert any(r[1] == markup for r in rows)
+    item = next(view.kernels.topLevelItem(i) for i, r in enumerate(rows) if r[1] == markup)
+    assert item.child(0).text(0) == markup
+    assert "<b>" not in item.child(0).toolTip(0) and "&lt;b&gt;" in item.child(0).toolTip(0)
+    assert markup in view.code.toPlainText()

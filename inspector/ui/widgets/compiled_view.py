@@ -174,6 +174,7 @@ class CompiledModelView(QWidget):
         self.kernels.setAlternatingRowColors(True)
         self.kernels.itemClicked.connect(self._kernel_clicked)
         self.kernels.itemActivated.connect(self._kernel_clicked)
+        self.kernels.itemExpanded.connect(self._fit_nodes_column)
         self.files = QTreeWidget(self.lists)
         self.files.setObjectName("fileTree")
         self.files.setHeaderLabels(["File", "Size", "What"])
@@ -244,8 +245,8 @@ class CompiledModelView(QWidget):
             m.compute_capability or ("none (a CPU build)" if m.device == "cpu" else none))
         if pm.program is not None:
             self.fields["program"].setText(
-                f"program {pm.program} is in the package: click a kernel's source node"
-                " to see it in the listing")
+                f"program {pm.program} is in the package: click a source node to see it"
+                " in the listing")
         else:
             self.fields["program"].setText("no program in the package (compiled code only)")
         self.fields["problems"].setText("; ".join(m.problems))
@@ -299,6 +300,8 @@ class CompiledModelView(QWidget):
                 if pm.program is not None:
                     child.setForeground(0, self.theme.link)
                     child.setToolTip(0, plain_tip(f"show {node} in the listing of {pm.program}"))
+                else:
+                    child.setToolTip(0, plain_tip(f"FX node {node} (its program is not in the package)"))
                 item.addChild(child)
             items.append(item)
         tree.addTopLevelItems(items)
@@ -308,6 +311,11 @@ class CompiledModelView(QWidget):
         for col in range(4):
             tree.resizeColumnToContents(col)
         tree.setColumnWidth(0, min(tree.columnWidth(0), 300))
+
+    def _fit_nodes_column(self, _item: QTreeWidgetItem) -> None:
+        # expanded source nodes name their listing line there: room, up to a point
+        self.kernels.resizeColumnToContents(1)
+        self.kernels.setColumnWidth(1, min(self.kernels.columnWidth(1), 360))
 
     def _fill_files(self, pm: PackageModel) -> None:
         tree = self.files
