@@ -321,9 +321,10 @@ class CompiledModelView(QWidget):
         tree = self.files
         tree.clear()
         danger = self.theme.severity["error"]
-        for rec in pm.model.files:
+        # native code first: the one file that matters for safety stays in sight
+        for rec in sorted(pm.model.files, key=lambda r: not r.risk):
             what = describe_file(rec)
-            item = QTreeWidgetItem([("! " if rec.risk else "") + self._short(rec.path),
+            item = QTreeWidgetItem([("! " if rec.risk else "") + short_file(rec.path),
                                     _size(rec.size), what])
             item.setData(0, _ROLE, rec.path)
             item.setTextAlignment(1, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
