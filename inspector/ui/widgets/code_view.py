@@ -12,6 +12,7 @@ from __future__ import annotations
 from PySide6.QtCore import QCoreApplication, QRect, QSize, Qt
 from PySide6.QtGui import (
     QColor,
+    QFont,
     QPainter,
     QPaintEvent,
     QTextCharFormat,
@@ -26,13 +27,14 @@ from inspector.core.source_spans import Span
 from inspector.ui.widgets.theme import Theme, code_font, current_theme
 
 
-def build_document(text: str) -> QTextDocument:
+def build_document(text: str, font: QFont | None = None) -> QTextDocument:
     """A plain-text document of `text`, made in a worker thread and handed to
     the GUI thread (QTextDocument is reentrant): filling one with a 6 MB
     wrapper takes seconds, showing a built one a fraction of that."""
     doc = QTextDocument()
     doc.setDocumentLayout(QPlainTextDocumentLayout(doc))
-    doc.setDefaultFont(code_font())
+    # the font comes from the GUI thread (the view's): no font look-up here
+    doc.setDefaultFont(font if font is not None else code_font())
     doc.setPlainText(text)  # plain text: nothing in it is read as markup
     app = QCoreApplication.instance()
     if app is not None:

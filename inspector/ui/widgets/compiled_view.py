@@ -16,6 +16,7 @@ import posixpath
 from html import escape
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QComboBox,
     QGridLayout,
@@ -85,16 +86,16 @@ def describe_file_kind(rel: str) -> str:
     return "source"
 
 
-def _load_source(archive, rel: str) -> tuple[str, int, object]:
+def _load_source(archive, rel: str, font) -> tuple[str, int, object]:
     """(text shown, full length, its document): the head of a huge file, never
     all of it; the document is filled here, off the GUI thread."""
     text = read_source(archive, rel)
     shown = text[:MAX_SHOWN_CHARS]
-    return shown, len(text), build_document(shown)
+    return shown, len(text), build_document(shown, font)
 
 
-def _rebuild(got: tuple[str, int]) -> tuple[str, int, object]:
-    return got[0], got[1], build_document(got[0])
+def _rebuild(got: tuple[str, int], font) -> tuple[str, int, object]:
+    return got[0], got[1], build_document(got[0], font)
 
 
 def _spans(ctx, rel: str, text: str):
@@ -388,7 +389,9 @@ class CompiledModelView(QWidget):
         self._reading, self._want_line = True, line
         got = self._texts.get(rel)
         # read (or shown before: rebuilt from the kept text) off the GUI thread
-        fn, args = (_rebuild, (got,)) if got is not None else (_load_source, (self.doc.archive, rel))
+        font = QFont(self.code.font())
+        fn, args = ((_rebuild, (got, font)) if got is not None
+                    else (_load_source, (self.doc.archive, rel, font)))
         self.code.set_text("")
         self.source_note.setText("reading…")
         self.doc.tasks.start(fn, *args, key="aoti:source",
