@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+from html import escape
 from pathlib import Path
 
 import pytest
@@ -180,7 +181,8 @@ def test_a_kernel_source_node_selects_the_node(qtbot, window, open_wait, package
     node = k.source_nodes[0]
     line = kernel_lines(k, listing)[node]
     assert child.text(0) == node
-    assert child.text(1) == f"listing line {line + 1}: {listing.lines[line].strip()}"
+    assert child.text(1) == f"listing line {line + 1}"
+    assert escape(listing.lines[line].strip()) in child.toolTip(1)
     rect = view.kernels.visualItemRect(child)
     qtbot.mouseClick(view.kernels.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
     qtbot.waitUntil(lambda: tab.listing.current_line() == line, timeout=5000)

@@ -175,7 +175,6 @@ class CompiledModelView(QWidget):
         self.kernels.setAlternatingRowColors(True)
         self.kernels.itemClicked.connect(self._kernel_clicked)
         self.kernels.itemActivated.connect(self._kernel_clicked)
-        self.kernels.itemExpanded.connect(self._fit_nodes_column)
         self.files = QTreeWidget(self.lists)
         self.files.setObjectName("fileTree")
         self.files.setHeaderLabels(["File", "Size", "What"])
@@ -292,11 +291,13 @@ class CompiledModelView(QWidget):
                 elif listing is None:
                     where = "in the listing (click to open)"
                 elif node in lines:
-                    where = f"listing line {lines[node] + 1}: {listing.lines[lines[node]].strip()}"
+                    where = f"listing line {lines[node] + 1}"
                 else:
                     where = "not in the listing"
                 child = QTreeWidgetItem([node, where])
-                child.setToolTip(1, plain_tip(where))
+                # the statement itself: in the tooltip (the column stays narrow)
+                child.setToolTip(1, plain_tip(
+                    f"{where}: {listing.lines[lines[node]].strip()}" if node in lines else where))
                 child.setData(0, _ROLE, ("node", node))
                 if pm.program is not None:
                     child.setForeground(0, self.theme.link)
@@ -312,11 +313,6 @@ class CompiledModelView(QWidget):
         for col in range(4):
             tree.resizeColumnToContents(col)
         tree.setColumnWidth(0, min(tree.columnWidth(0), 300))
-
-    def _fit_nodes_column(self, _item: QTreeWidgetItem) -> None:
-        # expanded source nodes name their listing line there: room, up to a point
-        self.kernels.resizeColumnToContents(1)
-        self.kernels.setColumnWidth(1, min(self.kernels.columnWidth(1), 360))
 
     def _fill_files(self, pm: PackageModel) -> None:
         tree = self.files
