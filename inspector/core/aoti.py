@@ -289,3 +289,26 @@ def describe_file(rec: Record) -> str:
     if base.endswith(_SOURCE_SUFFIXES):
         return "source"
     return "data"
+
+
+@dataclass
+class PackageModel:
+    """A compiled model as the window shows it: the model, its kernels, and
+    the name of the program it came from when the package holds it."""
+
+    model: CompiledModel
+    kernels: list[Kernel]
+    program: str | None
+
+
+def describe_package(archive: Archive) -> list[PackageModel]:
+    """Every compiled model with its kernels (reads the sources, bounded: run
+    it off the GUI thread)."""
+    names = set(archive.program_names)
+    return [PackageModel(m, kernels(archive, m), m.name if m.name in names else None)
+            for m in compiled_models(archive)]
+
+
+def has_compiled_models(archive: Archive) -> bool:
+    """Cheap (the record list only): whether there is anything for describe_package."""
+    return any(model_of(r.path) is not None for r in archive.records)

@@ -19,7 +19,7 @@ from typing import Any
 from inspector.core.archive import Archive, open_archive
 from inspector.core.errors import ArchiveError, InspectorError
 from inspector.core.frames import parse_module_stack
-from inspector.core.listing import CLASS, RETURN, Listing, render_listing
+from inspector.core.listing import CLASS, Listing, render_listing, value_users
 from inspector.core.dtypes import DTYPE_ITEMSIZE
 from inspector.core.program import Node, Program, TensorMeta, parse_tensor_meta
 from inspector.core.search import SearchIndex
@@ -76,11 +76,39 @@ class ProgramView:
     def graph_at(self, line: int) -> str:
         return self.line_graph[line] if 0 <= line < len(self.line_graph) else ""
 
+    # Names come in two kinds: a name read off the listing (a word under the
+    # cursor, a link of the details pane) is the name FX prints (`input_1`),
+    # a node's own fields name values as the file does (`input`). Lookups take
+    # printed names and map them through Listing.value_name.
     def definition_line(self, name: str, line: int) -> int | None:
-        return self.listing.definitions.get((self.graph_at(line), name))
+        """The line defining the value the listing prints as `name` near `line`."""
+        graph = self.graph_at(line)
+        return self.listing.definitions.get((graph, self.listing.value_name(graph, name)))
 
     def users_of(self, name: str, line: int) -> list[int]:
-        return (self.users or {}).get((self.graph_at(line), name), [])
+        """Lines reading the value the listing prints as `name` near `line`."""
+        graph = self.graph_at(line)
+        return (self.users or {}).get((graph, self.listing.value_name(graph, name)), [])
+
+    def shown_name(self, graph: str, name: str) -> str:
+        """How the listing prints the value `name` of the file."""
+        return self.listing.printed_name(graph, name)
+
+    def shown_namer(self, node: Node):
+        """name in the file -> printed name, in the graph of `node`."""
+        graph = node.graph.name
+        return lambda name: self.listing.printed_name(graph, name)
+
+    def shown_inputs(self, node: Node) -> list[str]:
+        """The values `node` reads, as the listing prints them."""
+        graph = node.graph.name
+        return [self.listing.printed_name(graph, n) for n in node.input_names()]
+
+    def node_users(self, node: Node) -> dict[str, list[int]]:
+        """printed output name -> lines reading it."""
+        graph, users = node.graph.name, self.users or {}
+        return {self.listing.printed_name(graph, n): users.get((graph, n), [])
+                for n in node.output_names()}
 
     def source_lines(self, file: str, line: int) -> list[int]:
         return self.index.source_lines(file, line) if self.index is not None else []
@@ -178,7 +206,7 @@ def index_view(view: ProgramView) -> ViewIndex:
     t0 = time.perf_counter()
     with gc_paused():
         index = SearchIndex(view.listing)
-        users = _users(view.program, view.listing)
+        users = value_users(view.program, view.listing)
         modules = _modules(view.program)
     return ViewIndex(index, users, modules, time.perf_counter() - t0)
 
@@ -218,25 +246,6 @@ def _line_graphs(program: Program, listing: Listing) -> list[str]:
             current = graphs[k] if k < len(graphs) else current
         out.append(current)
     return out
-
-
-def _users(program: Program, listing: Listing) -> dict[tuple[str, str], list[int]]:
-    users: dict[tuple[str, str], list[int]] = {}
-    for graph in program.graphs():
-        gname = graph.name
-        for node in graph.nodes:
-            line = listing.line_of(node)
-            if line is None:
-                continue
-            for name in set(node.input_names()):
-                users.setdefault((gname, name), []).append(line)
-    # the return statement of each graph reads its outputs
-    returns = [i for i, k in enumerate(listing.kinds) if k == RETURN]
-    for graph, line in zip(program.graphs(), returns):
-        for out in graph.outputs:
-            for name in out.tensor_names():
-                users.setdefault((graph.name, name), []).append(line)
-    return users
 
 
 def _modules(program: Program) -> dict[str, ModuleInfo]:

@@ -104,6 +104,12 @@ class Document(QObject):
     def program_names(self) -> list[str]:
         return self.model.program_names
 
+    @property
+    def workspace(self) -> Workspace | None:
+        """The workspace that opened it (what a widget asks to show a node)."""
+        ws = self.parent()
+        return ws if isinstance(ws, Workspace) else None
+
     def view(self, program: str | None = None) -> ProgramView | None:
         """The built view of `program` (default: the one shown), if built."""
         name = program or self.shown_program

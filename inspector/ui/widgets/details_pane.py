@@ -43,6 +43,7 @@ class DetailsPane(QWidget):
         self.frames: tuple[Frame, ...] = ()
         self.users: dict[str, list[int]] = {}
         self.annotations: list[AnnotationLayer] = []
+        self._shown = lambda name: name
         self.show_message("Click a line of the listing to see its node.")
 
     def show_message(self, text: str) -> None:
@@ -51,10 +52,13 @@ class DetailsPane(QWidget):
         self.browser.setHtml(f"<p style='color:gray'>{escape(text)}</p>")
 
     def show_node(self, node: Node | None, line: int, users: dict[str, list[int]],
-                  line_label, annotations: Sequence[AnnotationLayer] = ()) -> None:
-        """`users`: output value name -> listing lines reading it;
-        `line_label(line) -> str` names a listing line for the users list;
-        `annotations`: the program's layers (a profile's time, a check's failure)."""
+                  line_label, annotations: Sequence[AnnotationLayer] = (),
+                  shown=None) -> None:
+        """`users`: output value name (as the listing prints it) -> listing lines
+        reading it; `line_label(line) -> str` names a listing line for the users
+        list; `annotations`: the program's layers (a profile's time, a check's
+        failure); `shown(name) -> str`: how the listing prints a value of the file
+        (`input_1` for an input `input`); names and links follow the listing."""
         self.annotations = list(annotations)
         if node is None:
             self.show_message("No node on this line.")
@@ -62,6 +66,7 @@ class DetailsPane(QWidget):
         self.node = node
         self.users = users
         self._label = line_label
+        self._shown = shown or (lambda name: name)
         self.frames = parse_stack_trace(node.stack_trace)
         self._render()
 
@@ -72,7 +77,7 @@ class DetailsPane(QWidget):
         g = node.graph
         link = t.link.name()
         h: list[str] = [_style(t)]
-        h.append(f"<div class='title'>{escape(node.name)}</div>")
+        h.append(f"<div class='title'>{escape(self._shown(node.name))}</div>")
         h.append(f"<div class='target'>{escape(node.target)}</div>")
         h.append(self._breadcrumb(node, link))
         h.append(self._notes(node, t))
@@ -84,11 +89,12 @@ class DetailsPane(QWidget):
         h.append("</table><h3>Outputs</h3><table>")
         for out in node.outputs:
             for name in out.tensor_names() or [out.kind]:
-                users = self.users.get(name, [])
+                printed = self._shown(name)
+                users = self.users.get(printed, [])
                 n = len(users)
-                use = (f" <a href='users:{escape(name)}'>{n} user{'s' if n != 1 else ''}</a>"
+                use = (f" <a href='users:{escape(printed)}'>{n} user{'s' if n != 1 else ''}</a>"
                        if n else " <span class='dim'>no users</span>")
-                h.append(f"<tr><td class='k'>{escape(name)}</td><td>{_meta(g, name)}{use}</td></tr>")
+                h.append(f"<tr><td class='k'>{escape(printed)}</td><td>{_meta(g, name)}{use}</td></tr>")
         h.append("</table>")
         extra = {k: v for k, v in node.metadata.items() if k not in _SHOWN_META}
         if extra:
@@ -144,7 +150,8 @@ class DetailsPane(QWidget):
     def _arg(self, arg: Argument, g: Graph) -> str:
         names = arg.tensor_names()
         if names:
-            return ", ".join(f"<a href='def:{escape(n)}'>{escape(n)}</a> {_meta(g, n)}" for n in names)
+            return ", ".join(f"<a href='def:{escape(self._shown(n))}'>{escape(self._shown(n))}</a>"
+                             f" {_meta(g, n)}" for n in names)
         from inspector.core.listing import _arg_text  # the listing's own rendering
 
         return f"<code>{escape(_arg_text(arg))}</code>"

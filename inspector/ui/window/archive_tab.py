@@ -10,11 +10,14 @@ import bisect
 import time
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QTabWidget, QVBoxLayout, QWidget
+
+from inspector.core.aoti import has_compiled_models
 
 from inspector.core.search import SearchError, SearchResult, parse_query
 from inspector.core.document import ProgramView
 from inspector.core.shapes import symbol_tooltip
+from inspector.ui.widgets.compiled_view import CompiledModelView
 from inspector.ui.widgets.listing_view import ListingView
 from inspector.ui.widgets.search_bar import SearchBar
 from inspector.ui.workspace import Document
@@ -32,7 +35,12 @@ class ArchiveTab(QWidget):
         self.view: ProgramView | None = None
         self.result: SearchResult | None = None
         self.last_search_ms = 0.0
-        lay = QVBoxLayout(self)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        # the program's listing; an AOTInductor package adds a page for its
+        # compiled models (and has only that one when it holds no program)
+        self.listing_page = QWidget(self)
+        lay = QVBoxLayout(self.listing_page)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(0)
         top = QHBoxLayout()
@@ -64,6 +72,23 @@ class ArchiveTab(QWidget):
         self.listing.set_definition_test(
             lambda word, line: self.view is not None and self.view.definition_line(word, line) is not None)
         self.listing.set_symbol_tooltips(self._symbol_tooltip)
+        self.compiled: CompiledModelView | None = None
+        self.pages: QTabWidget | None = None
+        if has_compiled_models(doc.archive):
+            self.compiled = CompiledModelView(doc, self)
+            self.compiled.nodeRequested.connect(self._compiled_node)
+            self.compiled.described.connect(self._compiled_described)
+            self.pages = QTabWidget(self)
+            self.pages.setObjectName("archivePages")
+            self.pages.setDocumentMode(True)
+            if doc.program_names:
+                self.pages.addTab(self.listing_page, "Program listing")
+            else:
+                self.listing_page.hide()
+            self.pages.addTab(self.compiled, "Compiled model (AOTInductor)")
+            outer.addWidget(self.pages)
+        else:
+            outer.addWidget(self.listing_page)
 
     # -- programs --
     def show_view(self, view: ProgramView) -> None:
@@ -125,8 +150,33 @@ class ArchiveTab(QWidget):
             return
         self.listing.set_annotations(self.doc.annotations.resolve(view.program, view.listing))
 
+    # -- compiled models (AOTInductor packages) --
+    def summary(self) -> str:
+        """The status bar's line while no program is shown (compiled code only)."""
+        if self.compiled is not None:
+            return f"{self.doc.path.name}: no program · {self.compiled.summary()}"
+        return f"{self.doc.path.name}: no program"
+
+    def _compiled_described(self) -> None:
+        # a package without a program: its status line is this tab's summary
+        ws = self.doc.workspace
+        if not self.doc.program_names and ws is not None and ws.current is self.doc:
+            ws.status.emit(self.summary())
+
+    def show_listing_page(self) -> None:
+        if self.pages is not None and self.pages.indexOf(self.listing_page) >= 0:
+            self.pages.setCurrentWidget(self.listing_page)
+
+    def _compiled_node(self, program: str, node: str) -> None:
+        """A kernel's source node was clicked: show it in the listing."""
+        ws = self.doc.workspace
+        if ws is not None and program in self.doc.program_names:
+            self.show_listing_page()
+            ws.select_node(program, node, self.doc)
+
     # -- navigation --
     def jump_to(self, line: int) -> None:
+        self.show_listing_page()
         old = self.listing.current_line()
         self.listing.set_current_line(line, center=True)
         if old != line:

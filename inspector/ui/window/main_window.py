@@ -405,7 +405,18 @@ class MainWindow(QMainWindow):
             self._program_shown(tab)
 
     def _program_shown(self, tab: ArchiveTab) -> None:
-        if tab is not self.current_tab() or tab.view is None:
+        if tab is not self.current_tab():
+            return
+        if tab.view is None:  # an AOTInductor package of compiled code only
+            if tab.doc.program_names:
+                return  # its program is still being read
+            self.setWindowTitle(f"{tab.doc.path.name} — {APP_TITLE}")
+            self.modules.set_view(None)
+            self.tables.set_program(None, None)
+            self.details.show_message("This package holds compiled code only: no program to list.")
+            self.cursor_label.setText("")
+            if not self.is_loading():
+                self.status_label.setText(tab.summary())
             return
         view = tab.view
         self.setWindowTitle(f"{tab.doc.path.name} — {APP_TITLE}")
@@ -431,9 +442,11 @@ class MainWindow(QMainWindow):
             self._source_nodes = []
             self.source.show_message(f"Line {line + 1} has no node, so no source.")
             return
-        users = {name: view.users_of(name, line) for name in node.output_names()}
+        # keyed by the names the listing prints (`input_1` for the input `input`)
+        users = view.node_users(node)
         self.details.show_node(node, line, users, lambda ln: _line_label(view, ln),
-                               tab.doc.annotations.layers(view.name))
+                               tab.doc.annotations.layers(view.name),
+                               shown=view.shown_namer(node))
         # the innermost frame is the one the listing's `# File:` comment names
         frames = parse_stack_trace(node.stack_trace)
         if not frames:
@@ -487,7 +500,7 @@ class MainWindow(QMainWindow):
         text = tab.listing.line_text(line)
         # F12 on a statement: the first value it reads; on an input, its own name
         node = tab.view.node_at(line) if tab.view else None
-        names = node.input_names() if node is not None else []
+        names = tab.view.shown_inputs(node) if node is not None else []
         for name in names:
             if tab.go_to_definition(name, line):
                 return True
@@ -582,6 +595,8 @@ class MainWindow(QMainWindow):
             tab = self.tabs.widget(i)
             if isinstance(tab, ArchiveTab):
                 tab.listing.set_theme(theme)
+                if tab.compiled is not None:
+                    tab.compiled.set_theme(theme)
         self.details.set_theme(theme)
         self.source.set_theme(theme)
 
@@ -668,4 +683,4 @@ def _line_label(view: ProgramView, line: int) -> str:
     node = view.node_at(line)
     if node is None:
         return f"line {line + 1}"
-    return f"{line + 1}: {node.name} = {node.op_name}(…)"
+    return f"{line + 1}: {view.shown_name(node.graph.name, node.name)} = {node.op_name}(…)"
