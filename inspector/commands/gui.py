@@ -70,7 +70,30 @@ def run(args: argparse.Namespace) -> int:
     window.show()
     for f in files:
         window.open_archive(f)
+    _close_on_termination(app, window)
     return app.exec()
+
+
+def _close_on_termination(app, window) -> None:
+    """SIGTERM or SIGHUP (a logout, `kill`) close the window as its Close button does:
+    running jobs are stopped and the layout is saved. The CLI's handler raises
+    instead, which Qt's event loop would never let through; and Python runs a signal
+    handler only between bytecodes, so a timer wakes the interpreter while Qt waits."""
+    import signal
+
+    from PySide6.QtCore import QTimer
+
+    def close(signum: int, frame: object) -> None:
+        window.close()
+        app.quit()
+
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, close)
+    wake = QTimer(app)
+    wake.timeout.connect(lambda: None)
+    wake.start(200)
 
 
 def _screenshot(app, window, files: list[Path], out: Path) -> int:
