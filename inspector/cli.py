@@ -1,8 +1,9 @@
 """The `pt2-inspector` command: the window by default, sub-commands for headless use.
 
 Each sub-command lives in its own module under `inspector/commands/` and exposes
-`NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`. This module only
-dispatches and turns user errors into the one-line contract:
+`NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`; the table in
+`inspector/commands/__init__.py` names them, and only the chosen command's module
+is imported and only its parser built. This module only dispatches and turns user errors into the one-line contract:
 `error: <what> (<why>)` on stderr, exit 2, no traceback (unless --debug).
 """
 
@@ -34,8 +35,10 @@ def _gui_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="pt2-inspector",
         description="Inspect torch.export .pt2 archives. Without a sub-command, opens the window.",
-        epilog="sub-commands: " + ", ".join(c.NAME for c in COMMANDS)
-        + " (pt2-inspector COMMAND --help)",
+        # every command with its help line, from the table (no command module is imported)
+        epilog="sub-commands (pt2-inspector COMMAND --help):\n"
+        + "\n".join(f"  {c.NAME:<10} {c.HELP}" for c in COMMANDS),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("files", nargs="*", metavar="FILE", help=".pt2 archives to open")
     parser.add_argument("--demo", action="store_true", help="open the bundled demo archive")
