@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import traceback
 from collections.abc import Sequence
 
 from inspector import __version__
@@ -99,6 +98,12 @@ def _handle_termination() -> None:
             signal.signal(sig, _terminate)
 
 
+def _print_traceback() -> None:
+    import traceback  # only for --debug: not worth its import on every start
+
+    traceback.print_exc()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     by_name = {c.NAME: c for c in COMMANDS}
@@ -120,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return runner(args)
     except InspectorError as exc:
         if args.debug:
-            traceback.print_exc()
+            _print_traceback()
         sys.stderr.write(f"error: {str(exc).translate(_TEXT_ESCAPES)}\n")
         return EXIT_USAGE
     except Terminated as exc:
@@ -135,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except Exception as exc:  # a bug of ours: still one line unless --debug
         if args.debug:
-            traceback.print_exc()
+            _print_traceback()
         else:
             sys.stderr.write(
                 f"error: internal error: {type(exc).__name__}: {str(exc).translate(_TEXT_ESCAPES)} "

@@ -117,7 +117,7 @@ def child_loads(path: Path) -> dict:
     data = _program_bytes(path)
     t, c = time.perf_counter(), time.process_time()
     doc = orjson.loads(data)
-    out = {"wall": time.perf_counter() - t, "cpu": time.process_time() - c}
+    out = {"wall": time.perf_counter() - t, "cpu": time.process_time() - c, "peak_mb": _peak_mb()}
     del doc
     return out
 
