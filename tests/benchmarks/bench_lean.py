@@ -11,7 +11,9 @@ each peak RSS is that measurement's alone.
 
 Targets (issue 17), exit 1 on a miss:
   window first paint of the 100k program <= 0.5x a bare orjson.loads of its JSON
-    (CPU, all threads; wall printed too), at a peak under 800 MB;
+    (CPU, all threads; wall printed too), at a peak under 800 MB. The loads is
+    timed with the cyclic GC off, as the archive parses (with it on, as the issue
+    timed it, loads is ~3x slower; that figure is printed too);
   the 400k program opens (parse + listing, what the window needs before it paints)
     in <= 4.5x the 100k time, under 3 GB; search (worst query) and audit < 100 ms there;
   `pt2-inspector list` of the full-size toy decoder, whole process, <= 0.1 s wall
@@ -114,11 +116,20 @@ def _program_bytes(path: Path) -> bytes:
 
 
 def child_loads(path: Path) -> dict:
+    """A bare orjson.loads, twice: as the issue timed it (cyclic GC on: it rescans the
+    growing tree, ~3x slower), then as the archive parses (GC off: the real floor)."""
+    import gc
+
     data = _program_bytes(path)
     t, c = time.perf_counter(), time.process_time()
     doc = orjson.loads(data)
-    out = {"wall": time.perf_counter() - t, "cpu": time.process_time() - c, "peak_mb": _peak_mb()}
+    out = {"gc_wall": time.perf_counter() - t, "gc_cpu": time.process_time() - c}
     del doc
+    gc.collect()
+    gc.disable()
+    t, c = time.perf_counter(), time.process_time()
+    doc = orjson.loads(data)
+    out.update(wall=time.perf_counter() - t, cpu=time.process_time() - c, peak_mb=_peak_mb())
     return out
 
 
@@ -255,9 +266,11 @@ def main() -> int:
         ratio = win["cpu"] / loads["cpu"]
         print(f"100k paint: window {win['cpu']:.2f} s CPU ({win['wall']:.2f} s wall), "
               f"peak {win['peak_mb']:.0f} MB | bare orjson.loads {loads['cpu']:.2f} s CPU "
-              f"({loads['wall']:.2f} s wall), peak {loads['peak_mb']:.0f} MB | "
-              f"ratio {ratio:.2f}x CPU, {win['wall'] / loads['wall']:.2f}x wall "
-              f"(target <= 0.5x, peak < 800 MB)")
+              f"({loads['wall']:.2f} s wall; with the cyclic GC on, as the issue timed it, "
+              f"{loads['gc_cpu']:.2f} s CPU), peak {loads['peak_mb']:.0f} MB | "
+              f"ratio {ratio:.2f}x CPU, {win['wall'] / loads['wall']:.2f}x wall; "
+              f"{win['cpu'] / loads['gc_cpu']:.2f}x the GC-on loads "
+              f"(target <= 0.5x of the GC-off floor, peak < 800 MB)")
         if ratio > 0.5:
             misses.append(f"paint {ratio:.2f}x orjson.loads")
         if win["peak_mb"] >= 800:
