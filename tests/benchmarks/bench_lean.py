@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -129,7 +130,8 @@ def child_loads(path: Path) -> dict:
     gc.disable()
     t, c = time.perf_counter(), time.process_time()
     doc = orjson.loads(data)
-    out.update(wall=time.perf_counter() - t, cpu=time.process_time() - c, peak_mb=_peak_mb())
+    out.update(wall=time.perf_counter() - t, cpu=time.process_time() - c, peak_mb=_peak_mb(),
+               top_keys=len(doc))  # the tree is alive at the peak reading
     return out
 
 
@@ -243,8 +245,15 @@ def main() -> int:
         sys.stdout.flush()
         os._exit(0)  # no teardown of a 100k-node window: not what is measured
 
-    misses: list[str] = []
     tmp = Path(tempfile.mkdtemp(prefix="bench-lean-"))
+    try:
+        return _bench(args, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # ~1 GB of built programs
+
+
+def _bench(args: argparse.Namespace, tmp: Path) -> int:
+    misses: list[str] = []
     toy = args.toy or CACHE / "toy-tiny.pt2"
     if not toy.exists():
         toy = export_toy(tmp)
