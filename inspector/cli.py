@@ -1,8 +1,9 @@
 """The `pt2-inspector` command: the window by default, sub-commands for headless use.
 
 Each sub-command lives in its own module under `inspector/commands/` and exposes
-`NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`. This module only
-dispatches and turns user errors into the one-line contract:
+`NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`; the table in
+`inspector/commands/__init__.py` names them, and only the chosen command's module
+is imported and only its parser built. This module only dispatches and turns user errors into the one-line contract:
 `error: <what> (<why>)` on stderr, exit 2, no traceback (unless --debug).
 """
 
@@ -11,7 +12,6 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import traceback
 from collections.abc import Sequence
 
 from inspector import __version__
@@ -34,8 +34,10 @@ def _gui_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="pt2-inspector",
         description="Inspect torch.export .pt2 archives. Without a sub-command, opens the window.",
-        epilog="sub-commands: " + ", ".join(c.NAME for c in COMMANDS)
-        + " (pt2-inspector COMMAND --help)",
+        # every command with its help line, from the table (no command module is imported)
+        epilog="sub-commands (pt2-inspector COMMAND --help):\n"
+        + "\n".join(f"  {c.NAME:<10} {c.HELP}" for c in COMMANDS),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("files", nargs="*", metavar="FILE", help=".pt2 archives to open")
     parser.add_argument("--demo", action="store_true", help="open the bundled demo archive")
@@ -96,6 +98,12 @@ def _handle_termination() -> None:
             signal.signal(sig, _terminate)
 
 
+def _print_traceback() -> None:
+    import traceback  # only for --debug: not worth its import on every start
+
+    traceback.print_exc()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     by_name = {c.NAME: c for c in COMMANDS}
@@ -117,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return runner(args)
     except InspectorError as exc:
         if args.debug:
-            traceback.print_exc()
+            _print_traceback()
         sys.stderr.write(f"error: {str(exc).translate(_TEXT_ESCAPES)}\n")
         return EXIT_USAGE
     except Terminated as exc:
@@ -132,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except Exception as exc:  # a bug of ours: still one line unless --debug
         if args.debug:
-            traceback.print_exc()
+            _print_traceback()
         else:
             sys.stderr.write(
                 f"error: internal error: {type(exc).__name__}: {str(exc).translate(_TEXT_ESCAPES)} "
