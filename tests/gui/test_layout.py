@@ -227,25 +227,28 @@ def test_more_registered_panels_still_fit(qtbot, monkeypatch, shots):
     def side(text):
         return lambda ws, services: QLabel(text)
 
-    extra = [registry.PanelSpec("shapes", "Shapes", side("shapes"), "right"),
-             registry.PanelSpec("weights", "Weights", side("weights"), "right"),
-             registry.PanelSpec("diff", "Diff", side("diff"), "central"),
-             registry.PanelSpec("profile", "Profile", side("profile"), "central")]
+    extra = [registry.PanelSpec("side_a", "Side A", side("side a"), "right"),
+             registry.PanelSpec("side_b", "Side B", side("side b"), "right"),
+             registry.PanelSpec("mode_a", "Mode A", side("mode a"), "central"),
+             registry.PanelSpec("mode_b", "Mode B", side("mode b"), "central")]
     monkeypatch.setattr(registry, "PANELS", [*registry.PANELS, *extra])
     w = _open(qtbot, (1024, 700))
     try:
+        right_keys = [p.key for p in registry.PANELS if p.area == "right"]
+        central = [p.title for p in registry.PANELS if p.area == "central"]
         right = set(w.tabifiedDockWidgets(w.dock_details))
-        for key in ("audit", "export", "shapes", "weights"):
+        for key in right_keys:
             assert w.job_panels.docks[key] in right
         from PySide6.QtWidgets import QTabBar
 
         bars = [b for b in w.findChildren(QTabBar) if b.parent() is w]
-        five = [b for b in bars if b.count() == 5]  # Details, Audit, Export, Shapes, Weights
-        assert five and all(b.elideMode() == Qt.TextElideMode.ElideNone
+        # Details and every right-hand panel share one tab bar
+        full = [b for b in bars if b.count() == 1 + len(right_keys)]
+        assert full and all(b.elideMode() == Qt.TextElideMode.ElideNone
                             and b.usesScrollButtons() for b in bars)  # whole tab titles
-        assert [a.text() for a in w.modes.bar.actions()] == ["Listing", "Run", "Diff", "Profile"]
-        assert w.modes.actions["profile"].shortcut().toString() == "Ctrl+4"
-        for key in ("shapes", "diff", "profile"):
+        assert [a.text() for a in w.modes.bar.actions()] == ["Listing", *central]
+        assert w.modes.actions["mode_b"].shortcut().toString() == f"Ctrl+{1 + len(central)}"
+        for key in ("side_a", "mode_a", "mode_b"):
             w.show_panel(key)
             _settle()
             assert w.job_panels[key].isVisible()

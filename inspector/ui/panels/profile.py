@@ -19,6 +19,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import shiboken6
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QComboBox,
@@ -352,6 +353,8 @@ class ProfilePanel(QWidget):
         self._set_plan("Inputs  " + "\n".join(parts), error=False)
 
     def _set_plan(self, text: str, error: bool) -> None:
+        if not shiboken6.isValid(self.plan_label):  # a late plan for a closed window
+            return
         self._plan_problem = text if error else None
         color = current_theme().severity["error"].name() if error else ""
         self.plan_label.setStyleSheet(f"color: {color};" if color else "color: palette(mid);")
@@ -441,6 +444,10 @@ class ProfilePanel(QWidget):
 
     def shutdown(self) -> None:
         self._plan_timer.stop()
+        # the plan task runs on the document's group, which outlives this panel:
+        # drop its outcome rather than deliver it to deleted widgets
+        if self.doc is not None:
+            self.doc.tasks.cancel("profile-plan")
         self.runner.shutdown()
 
     def _on_progress(self, stage: str, fraction: float) -> None:
