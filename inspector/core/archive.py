@@ -56,7 +56,7 @@ MAX_SMALL_RECORD_BYTES = 4096
 # JSON nesting depth. Real programs nest about 12 levels (plus ~8 per nested
 # control-flow graph). orjson refuses documents deeper than 1024 levels while
 # parsing (before building them), which is what bounds the recursion of
-# everything downstream; program.py enforces MAX_GRAPH_NESTING on top.
+# everything downstream; program/parser.py enforces MAX_GRAPH_NESTING on top.
 MAX_JSON_DEPTH = 1024
 # Highest archive_version this inspector understands (torch 2.13 writes 0).
 SUPPORTED_ARCHIVE_VERSION = 0
