@@ -11,7 +11,6 @@ Every failure is an ArchiveError with a message a person can act on.
 
 from __future__ import annotations
 
-import gc
 import json
 import posixpath
 import threading
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from inspector.core.errors import ArchiveError
+from inspector.core.gcpause import gc_paused
 
 if TYPE_CHECKING:
     from inspector.core.program import Program
@@ -56,7 +56,7 @@ MAX_SMALL_RECORD_BYTES = 4096
 # JSON nesting depth. Real programs nest about 12 levels (plus ~8 per nested
 # control-flow graph). orjson refuses documents deeper than 1024 levels while
 # parsing (before building them), which is what bounds the recursion of
-# everything downstream; program.py enforces MAX_GRAPH_NESTING on top.
+# everything downstream; program/parser.py enforces MAX_GRAPH_NESTING on top.
 MAX_JSON_DEPTH = 1024
 # Highest archive_version this inspector understands (torch 2.13 writes 0).
 SUPPORTED_ARCHIVE_VERSION = 0
@@ -292,16 +292,9 @@ class Archive:
         if name not in self._programs:
             from inspector.core.program import parse_program
 
-            # Parsing allocates millions of containers and frees none, so the
-            # cyclic GC would rescan them over and over (about half the time
-            # on a 100k-node program) for nothing to collect.
-            was_enabled = gc.isenabled()
-            gc.disable()
-            try:
+            # Parsing allocates millions of containers and frees none: see gcpause.py.
+            with gc_paused():
                 self._programs[name] = parse_program(self.program_json(name), name, consume=True)
-            finally:
-                if was_enabled:
-                    gc.enable()
         return self._programs[name]
 
     def programs(self) -> Iterator[Program]:

@@ -60,11 +60,11 @@ def audit_opened(path: str, archive: Any, listings: dict[str, Any],
     big program is parsed and rendered once, not once per panel)."""
     from inspector.core.audit import audit_archive
     from inspector.core.device_names import parse_device
-    from inspector.core.document import gc_paused
+    from inspector.core.gcpause import gc_paused
     from inspector.core.listing import render_listing
 
     device = parse_device(target) if target else None
-    with gc_paused():  # parsing builds millions of small objects: see document.py
+    with gc_paused(freeze=True):  # parsing builds millions of small objects: see gcpause.py
         # Listings give each finding its line: the same lines the window shows.
         listings = {n: listings.get(n) or render_listing(archive.program(n))
                     for n in archive.program_names}

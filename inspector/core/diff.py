@@ -22,7 +22,6 @@ states for each record.
 
 from __future__ import annotations
 
-import gc
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from inspector.core.archive import Archive
 from inspector.core.audit import Finding, audit_archive
 from inspector.core.dtypes import DTYPE_NAMES
 from inspector.core.errors import InspectorError
+from inspector.core.gcpause import gc_paused
 from inspector.core.listing import Listing, render_listing
 from inspector.core.node_match import (
     ADDED,
@@ -310,17 +310,12 @@ def diff_archives(a: Archive, b: Archive, program: str | None = None, *,
     # The listings and the match allocate millions of objects and free few: the
     # cyclic GC would rescan both programs again and again (it more than
     # doubled the time of the listings of two 100k-node programs).
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         diffs = [diff_programs(a, b, na, nb) for na, nb in pairs]
         findings = FindingsDiff()
         if audit:
             _audit(a, b, diffs, findings, whole=program is None)
         records = _diff_records(a, b) if program is None else None
-    finally:
-        if was_enabled:
-            gc.enable()
     return ArchiveDiff(a.path, b.path, diffs, records, findings)
 
 

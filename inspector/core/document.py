@@ -8,10 +8,7 @@ through inspector/ui/tasks.py, and they are unit-tested without Qt.
 
 from __future__ import annotations
 
-import gc
-import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +16,7 @@ from typing import Any
 from inspector.core.archive import Archive, open_archive
 from inspector.core.errors import ArchiveError, InspectorError
 from inspector.core.frames import parse_module_stack
+from inspector.core.gcpause import gc_paused
 from inspector.core.listing import CLASS, Listing, render_listing, value_users
 from inspector.core.dtypes import DTYPE_ITEMSIZE
 from inspector.core.program import Node, Program, TensorMeta, parse_tensor_meta
@@ -141,41 +139,11 @@ class ArchiveDoc:
 SPLIT_ABOVE_NODES = 20_000
 
 
-@contextmanager
-def gc_paused():
-    """Parsing builds millions of small containers; the cycle collector would
-    rescan them over and over (measured: orjson on 200 MB took 22 s with it,
-    5 s without). Pause it while building, then freeze what was built so later
-    collections skip it (scrolling must never hit a multi-second collection)."""
-    with _gc_lock:
-        _gc_depth[0] += 1
-        gc.disable()
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_depth[0] -= 1
-            if _gc_depth[0] == 0:
-                gc.freeze()
-                gc.enable()
-
-
-_gc_lock = threading.Lock()
-_gc_depth = [0]
-
-
-def release_frozen() -> None:
-    """After closing a tab: let the collector see (and free) what was frozen."""
-    gc.unfreeze()
-    gc.collect()
-    gc.freeze()
-
-
 def build_program_view(archive: Archive, name: str, complete: bool | None = None) -> ProgramView:
     """Read and list a program; also index it unless it is big and `complete`
     is None (then the caller runs index_view after showing it)."""
     t0 = time.perf_counter()
-    with gc_paused():
+    with gc_paused(freeze=True):
         program = archive.program(name)
         listing = render_listing(program)
         view = ProgramView(name, program, listing, _line_graphs(program, listing),
@@ -204,7 +172,7 @@ class ViewIndex:
 def index_view(view: ProgramView) -> ViewIndex:
     """The search index, users and module data of a listed program (worker side)."""
     t0 = time.perf_counter()
-    with gc_paused():
+    with gc_paused(freeze=True):
         index = SearchIndex(view.listing)
         users = value_users(view.program, view.listing)
         modules = _modules(view.program)

@@ -153,10 +153,6 @@ def render_listing(program: Program, torch_version: str | None = None) -> Listin
     return listing
 
 
-def render_program_text(program: Program) -> str:
-    return render_listing(program).text()
-
-
 def value_users(program: Program, listing: Listing) -> dict[tuple[str, str], list[int]]:
     """(graph, value) -> the lines that read it (statements, and each graph's
     return), keyed like Listing.definitions by the value's name in the file

@@ -24,7 +24,16 @@ _DEVICE_RE = re.compile(r"cpu|mps|cuda(:[0-9]{1,2})?")  # fullmatch: "$" accepts
 
 
 class ExportSpecError(InspectorError):
-    """An export spec that cannot work (bad range, bad size, bad device name)."""
+    """An export spec that cannot work (bad range, bad size, bad device name).
+
+    `field` names what is wrong, so a form can mark its widget without reading
+    the message: "batch.min", "batch.max", "batch.example" (likewise "seq_len.*"),
+    "batch" / "seq_len" for a whole range, "preset", "seed", "device"; None when
+    the error is about no one field (an output path, a device not present)."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class RunSpecError(InspectorError):
@@ -50,15 +59,17 @@ class ExportSpec:
         """Raise ExportSpecError naming the first problem; return self when fine."""
         if self.preset not in PRESETS:
             raise ExportSpecError(
-                f"unknown preset {self.preset!r} (choose from {', '.join(PRESETS)})"
+                f"unknown preset {self.preset!r} (choose from {', '.join(PRESETS)})",
+                field="preset",
             )
         if not 0 <= self.seed < 2**63:
-            raise ExportSpecError(f"seed {self.seed} out of range (0 .. 2**63-1)")
+            raise ExportSpecError(f"seed {self.seed} out of range (0 .. 2**63-1)", field="seed")
         _check_range("batch", self.batch_min, self.batch_max, self.example_batch, BATCH_LIMIT)
         _check_range("seq_len", self.seq_min, self.seq_max, self.example_seq, SEQ_LEN_LIMIT)
         if not _DEVICE_RE.fullmatch(self.device):
             raise ExportSpecError(
-                f"bad export device {self.device!r} (use cpu, cuda, cuda:N or mps)"
+                f"bad export device {self.device!r} (use cpu, cuda, cuda:N or mps)",
+                field="device",
             )
         return self
 
@@ -124,17 +135,20 @@ class ExportSpec:
 
 def _check_range(name: str, lo: int, hi: int, example: int, limit: int) -> None:
     if lo < 0:
-        raise ExportSpecError(f"{name} min is {lo} (a size cannot be negative: use 0 or more)")
+        raise ExportSpecError(f"{name} min is {lo} (a size cannot be negative: use 0 or more)",
+                             field=f"{name}.min")
     if lo > hi:
-        raise ExportSpecError(f"{name} range {lo}:{hi} is empty (min must be <= max)")
+        raise ExportSpecError(f"{name} range {lo}:{hi} is empty (min must be <= max)",
+                             field=name)
     if hi > limit:
         why = ("the toy decoder has 256 positions (max_length)" if name == "seq_len"
                else "far beyond any real batch")
-        raise ExportSpecError(f"{name} max is {hi}, over {limit} ({why})")
+        raise ExportSpecError(f"{name} max is {hi}, over {limit} ({why})", field=f"{name}.max")
     if not lo <= example <= hi:
         raise ExportSpecError(
             f"example {name} size {example} is outside the range {lo}:{hi} "
-            "(export traces with the example, so it must fit the range)"
+            "(export traces with the example, so it must fit the range)",
+            field=f"{name}.example",
         )
 
 

@@ -28,8 +28,8 @@ from inspector.core.document import (
     build_program_view,
     index_view,
     open_document,
-    release_frozen,
 )
+from inspector.core.gcpause import release_frozen
 from inspector.core.shapes import ProgramShapes, archive_shapes
 from inspector.ui.tasks import TaskGroup
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from inspector.core import program as program_mod
+from inspector.core.program import parser as program_mod  # where the limits live
 from inspector.core.archive import ArchiveError, open_archive
 from inspector.core.program import parse_program
 

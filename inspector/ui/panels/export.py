@@ -134,17 +134,16 @@ class DimEditor(QWidget):
         self._sync_slider()
         self.changed.emit()
 
-    def set_problem(self, message: str | None) -> None:
-        lo, hi, ex = self.values()
+    def set_problem(self, error: ExportSpecError | None) -> None:
+        """Mark the spin box the error's field names (the whole range when it names
+        no one box of this row)."""
+        message = str(error) if error is not None else None
         bad = set()
-        if message:
-            bad = {self.min_spin, self.max_spin}
-            if "example" in message:
-                bad = {self.example_spin}
-            elif "max is" in message:
-                bad = {self.max_spin}
-            elif "min is" in message:
-                bad = {self.min_spin}
+        if error is not None:
+            part = (error.field or "").rpartition(".")[2]
+            bad = ({"min": {self.min_spin}, "max": {self.max_spin},
+                    "example": {self.example_spin}}.get(part)
+                   or {self.min_spin, self.max_spin})
         for spin in (self.min_spin, self.max_spin, self.example_spin):
             spin.setStyleSheet(_invalid_style() if spin in bad else "")
             spin.setProperty("invalid", spin in bad)
@@ -362,9 +361,13 @@ class ExportPanel(QWidget):
 
     def problems(self) -> dict[str, str]:
         """{"batch"|"seq_len"|"spec"|"output": message} for what cannot work."""
+        return {key: str(exc) for key, exc in self._errors().items()}
+
+    def _errors(self) -> dict[str, InspectorError]:
+        """problems(), keeping the errors (a spec error's field marks its spin box)."""
         spec = self.spec()
         default = ExportSpec()
-        found: dict[str, str] = {}
+        found: dict[str, InspectorError] = {}
         # The spec's own checks, one dimension at a time (the other left at its
         # default), so each message lands on the row it is about.
         for key, fields in (("batch", ("batch_min", "batch_max", "example_batch")),
@@ -373,21 +376,22 @@ class ExportPanel(QWidget):
             try:
                 probe.validate()
             except ExportSpecError as exc:
-                found[key] = str(exc)
+                found[key] = exc
         if not found:
             try:
                 spec.validate()
             except ExportSpecError as exc:
-                found["spec"] = str(exc)
+                found["spec"] = exc
         try:
             out = check_output(self.output.text().strip())
         except InspectorError as exc:
-            found["output"] = str(exc)
+            found["output"] = exc
         else:
             current = self.workspace.current_path()
             if current and _same_file(out, current):
-                found["output"] = (f"{out.name} is the archive open in the current tab: "
-                                   "choose another file, so both can be compared")
+                found["output"] = InspectorError(
+                    f"{out.name} is the archive open in the current tab: "
+                    "choose another file, so both can be compared")
         return found
 
     def warnings(self) -> list[str]:
@@ -398,9 +402,11 @@ class ExportPanel(QWidget):
             return []
 
     def validate(self) -> bool:
-        found = self.problems()
-        self.batch.set_problem(found.get("batch"))
-        self.seq.set_problem(found.get("seq_len"))
+        errors = self._errors()
+        found = {key: str(exc) for key, exc in errors.items()}
+        batch, seq = errors.get("batch"), errors.get("seq_len")
+        self.batch.set_problem(batch if isinstance(batch, ExportSpecError) else None)
+        self.seq.set_problem(seq if isinstance(seq, ExportSpecError) else None)
         self.output.setStyleSheet("" if "output" not in found else
                                   f"QLineEdit {{ border: 1px solid {_error_color()}; }}")
         self.problem.setText("\n".join(found.values()))
