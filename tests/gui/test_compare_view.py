@@ -251,6 +251,7 @@ def test_f7_walks_the_changes_in_order_and_wraps(qtbot, window, toy_archive, ret
         assert tab.view.change_span() == (start, al.change_end(start))
         assert start in range(tab.view.first_visible_row(),
                               tab.view.first_visible_row() + tab.view._visible_rows())
+        _check_difference_on_screen(tab.view, start, al.change_end(start))
     assert seen == al.changes
     qtbot.keyClick(tab.view, Qt.Key.Key_F7)  # past the last: wraps, and says so
     assert tab.view.current_row() == al.changes[0]
@@ -276,6 +277,18 @@ def test_f7_walks_the_changes_in_order_and_wraps(qtbot, window, toy_archive, ret
         tab.view.set_current_row(inside)
         tab.prev_change()
         assert tab.view.current_row() == al.changes[1]
+
+
+def _check_difference_on_screen(view, start: int, end: int) -> None:
+    """The first differing characters of the change F7 went to are in view
+    (a device literal far right scrolls the listing sideways)."""
+    for r in range(start, end):
+        spans_a, spans_b = view.inline_spans(r)
+        if spans_a or spans_b:
+            col = min(sp[0] for sp in (*spans_a, *spans_b))
+            x = view.point_at(r, 1, col).x()
+            assert view.half_x(1) + view.gutter_width() <= x < view.half_x(1) + view.half_width()
+            return
 
 
 # --- the same archive -------------------------------------------------------------------
@@ -411,5 +424,10 @@ def test_audit_retarget_compares_before_and_after(qtbot, window, toy_tab, toy_ar
     changed = [tab.view.row_texts(r) for r in range(tab.view.row_count())
                if tab.view.row_status(r) == CHANGED]
     assert changed and any("cpu" in (a or "") and "cuda" in (b or "") for a, b in changed)
+    # Inside a changed row the word that differs is marked: cpu on A's side, cuda on B's.
+    r = next(r for r in range(tab.view.row_count()) if tab.view.row_status(r) == CHANGED
+             and "device(type='cpu')" in (tab.view.row_texts(r)[0] or ""))
+    (ta, tb), (sa, sb) = tab.view.row_texts(r), tab.view.inline_spans(r)
+    assert [ta[x:y] for x, y in sa] == ["cpu"] and [tb[x:y] for x, y in sb] == ["cuda"]
     assert tab.summary_count("Weights", "changed") == 0
     audit.shutdown()

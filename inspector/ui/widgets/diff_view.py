@@ -16,6 +16,8 @@ it scrolls there.
 
 from __future__ import annotations
 
+import difflib
+import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
@@ -40,6 +42,30 @@ from inspector.ui.widgets.theme import Theme, code_font, current_theme, symbol_c
 
 _MAP_WIDTH = 14  # the overview strip between the halves
 _LAYOUT_CACHE = 4000
+_TOKEN = re.compile(r"\w+|\s+|.")  # words, runs of blanks, single characters
+Spans = list[tuple[int, int]]
+
+
+def inline_changes(a: str, b: str) -> tuple[Spans, Spans]:
+    """Column spans of `a` and `b` that differ, token by token (a word is one
+    token, so `cpu` -> `cuda` marks the whole word, not two letters)."""
+    ta, tb = _TOKEN.findall(a), _TOKEN.findall(b)
+    pa = [0]
+    for t in ta:
+        pa.append(pa[-1] + len(t))
+    pb = [0]
+    for t in tb:
+        pb.append(pb[-1] + len(t))
+    out_a: Spans = []
+    out_b: Spans = []
+    for tag, i0, i1, j0, j1 in difflib.SequenceMatcher(None, ta, tb, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        if i1 > i0:
+            out_a.append((pa[i0], pa[i1]))
+        if j1 > j0:
+            out_b.append((pb[j0], pb[j1]))
+    return out_a, out_b
 SIGNS = {SAME: "", CHANGED: "~", ADDED: "+", REMOVED: "-"}
 
 
@@ -48,6 +74,7 @@ class DiffColors:
     """Row backgrounds and gutter signs of the compare view, per theme."""
 
     changed: QColor
+    changed_text: QColor  # the characters that differ inside a changed row
     added: QColor
     removed: QColor
     filler: QColor
@@ -57,13 +84,13 @@ class DiffColors:
 
 
 _LIGHT = DiffColors(
-    changed=QColor("#fff1c2"), added=QColor("#dafbe1"), removed=QColor("#ffe1de"),
+    changed=QColor("#fff1c2"), changed_text=QColor("#f7d47a"), added=QColor("#dafbe1"), removed=QColor("#ffe1de"),
     filler=QColor("#f3f4f6"), hatch=QColor("#dde1e6"),
     sign={CHANGED: QColor("#9a6700"), ADDED: QColor("#1a7f37"), REMOVED: QColor("#cf222e")},
     outline=QColor("#0969da"),
 )
 _DARK = DiffColors(
-    changed=QColor("#3d3416"), added=QColor("#1d3a27"), removed=QColor("#45222a"),
+    changed=QColor("#3d3416"), changed_text=QColor("#6e5a17"), added=QColor("#1d3a27"), removed=QColor("#45222a"),
     filler=QColor("#25272b"), hatch=QColor("#30333a"),
     sign={CHANGED: QColor("#d29922"), ADDED: QColor("#3fb950"), REMOVED: QColor("#f85149")},
     outline=QColor("#6cb6ff"),
@@ -95,6 +122,7 @@ class DiffView(QAbstractScrollArea):
         self._max_len = 0
         self._current = -1
         self._change_span: tuple[int, int] | None = None  # rows [start, end) outlined
+        self._inline: dict[int, tuple[Spans, Spans]] = {}  # row -> differing columns
         self.theme: Theme = current_theme()
         self.colors = diff_colors(self.theme)
         self.setFont(code_font())
@@ -108,6 +136,7 @@ class DiffView(QAbstractScrollArea):
         self._lines = (lines_a, lines_b)
         self._caches = (LineCache(lines_a), LineCache(lines_b))
         self._layouts = {}
+        self._inline = {}
         self._max_len = max(max(map(len, lines_a), default=0), max(map(len, lines_b), default=0))
         self._current = -1
         self._change_span = None
@@ -135,6 +164,19 @@ class DiffView(QAbstractScrollArea):
     def row_texts(self, row: int) -> tuple[str | None, str | None]:
         a, b = self._a[row], self._b[row]
         return (self._lines[0][a] if a >= 0 else None, self._lines[1][b] if b >= 0 else None)
+
+    def inline_spans(self, row: int) -> tuple[Spans, Spans]:
+        """The differing columns of a changed row on A's and B's side (empty
+        for other rows); computed for the rows painted, then kept."""
+        got = self._inline.get(row)
+        if got is None:
+            ta, tb = self.row_texts(row)
+            got = (inline_changes(ta, tb) if self._status[row] == CHANGED
+                   and ta is not None and tb is not None else ([], []))
+            if len(self._inline) > _LAYOUT_CACHE:
+                self._inline.clear()
+            self._inline[row] = got
+        return got
 
     def row_background(self, row: int, side: int) -> QColor:
         """The colour row `row` has on side 0 (A) or 1 (B) before the current
@@ -185,9 +227,30 @@ class DiffView(QAbstractScrollArea):
         rows = self._visible_rows()
         bar = self.verticalScrollBar()
         first = bar.value()
-        if not (first <= start and end <= first + rows - 1):
+        # keep rows of context after the change too: it goes a third down
+        # unless it already shows in the upper two thirds
+        if not (first <= start and end <= first + max(1, rows * 2 // 3)):
             bar.setValue(max(0, start - max(2, min(rows // 3, rows - (end - start) - 1))))
-        self.set_current_row(start)
+        self.set_current_row(start, emit=False)
+        self.reveal_columns(start, end)
+        self.currentRowChanged.emit(start)
+
+    def reveal_columns(self, start: int, end: int) -> None:
+        """Scroll horizontally so the first differing characters of the first
+        changed row in [start, end) show (a device literal far right)."""
+        col = None
+        for row in range(start, min(end, start + 200)):
+            spans = self.inline_spans(row)
+            firsts = [sp[0][0] for sp in spans if sp]
+            if firsts:
+                col = min(firsts)
+                break
+        bar = self.horizontalScrollBar()
+        width = self.half_width() - self._gutter - 8
+        if col is None or (col + 8) * self._cw < width:
+            bar.setValue(0)
+        else:
+            bar.setValue(int(max(0.0, col * self._cw - width / 3)))
 
     def ensure_visible(self, row: int, center: bool = False) -> None:
         bar = self.verticalScrollBar()
@@ -217,6 +280,10 @@ class DiffView(QAbstractScrollArea):
 
     def _visible_rows(self) -> int:
         return max(1, int(self.viewport().height() / self._lh))
+
+    def gutter_width(self) -> int:
+        """Pixels of each half's gutter (line number and sign)."""
+        return self._gutter
 
     def half_width(self) -> float:
         return max(0.0, (self.viewport().width() - _MAP_WIDTH) / 2)
@@ -319,6 +386,10 @@ class DiffView(QAbstractScrollArea):
                     continue
                 if row == self._current:
                     p.fillRect(band, current)
+                if self._status[row] == CHANGED:
+                    for a, b in self.inline_spans(row)[side]:
+                        p.fillRect(QRectF(text_x + a * self._cw, y + 1, (b - a) * self._cw,
+                                          lh - 2), colors.changed_text)
                 p.save()
                 p.setClipRect(QRectF(x0 + self._gutter, y, half - self._gutter, lh))
                 p.setPen(theme.text)
