@@ -21,7 +21,9 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+import time
+
+from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QColor,
     QFontMetricsF,
@@ -125,6 +127,12 @@ class DiffView(QAbstractScrollArea):
         self._inline: dict[int, tuple[Spans, Spans]] = {}  # row -> differing columns
         self.theme: Theme = current_theme()
         self.colors = diff_colors(self.theme)
+        # As ListingView: after each paint, shape the rows around the screen in
+        # idle slices, so the next PageDown / F7 finds its lines ready.
+        self._prefetch = QTimer(self)
+        self._prefetch.setSingleShot(True)
+        self._prefetch.setInterval(0)
+        self._prefetch.timeout.connect(self._prefetch_some)
         self.setFont(code_font())
         self._update_metrics()
 
@@ -400,6 +408,23 @@ class DiffView(QAbstractScrollArea):
         self._paint_outline(p, rect.width())
         self._paint_map(p, rect.height())
         p.end()
+        self._prefetch.start()
+
+    def _prefetch_some(self) -> None:
+        rows = self._visible_rows()
+        first = self.first_visible_row()
+        n = len(self._status)
+        wanted = [*range(first + rows, min(n, first + 3 * rows)), *range(max(0, first - rows), first)]
+        deadline = time.perf_counter() + 0.004  # well inside a frame
+        for row in wanted:
+            for side, lines in ((0, self._a), (1, self._b)):
+                line = lines[row]
+                if line >= 0 and (side, line) not in self._layouts:
+                    self._layout(side, line)
+            self.inline_spans(row)
+            if time.perf_counter() > deadline:
+                self._prefetch.start()
+                return
 
     def _paint_gutter(self, p: QPainter, side: int, x0: float, height: int) -> None:
         theme, colors = self.theme, self.colors
