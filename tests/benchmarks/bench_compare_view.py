@@ -66,7 +66,7 @@ def main() -> int:
 
         retarget(a, variants["retarget"], "cuda")
 
-    from PySide6.QtCore import QEventLoop, Qt
+    from PySide6.QtCore import QEventLoop
     from PySide6.QtWidgets import QApplication
 
     from inspector.core.diff import diff_files

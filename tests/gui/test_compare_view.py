@@ -21,12 +21,12 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest  # noqa: E402
-from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl  # noqa: E402
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl  # noqa: E402
 from PySide6.QtGui import QDropEvent  # noqa: E402
 
 from inspector.core.archive import open_archive  # noqa: E402
 from inspector.core.diff import diff_archives  # noqa: E402
-from inspector.core.node_match import ADDED, CHANGED, REMOVED, SAME  # noqa: E402
+from inspector.core.node_match import ADDED, CHANGED, SAME  # noqa: E402
 from inspector.core.retarget import retarget  # noqa: E402
 from inspector.ui.widgets.diff_view import diff_colors  # noqa: E402
 from inspector.ui.window.compare_tab import ARROW, CompareTab  # noqa: E402

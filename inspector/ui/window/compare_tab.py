@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 
 from inspector.core.diff import ArchiveDiff, FindingsDiff, ProgramDiff, diff_files
 from inspector.core.diff_align import one_sided
-from inspector.core.node_match import ADDED, CHANGED, REMOVED, SAME, qualified_name
+from inspector.core.node_match import SAME, qualified_name
 from inspector.ui.tasks import Task, TaskGroup
 from inspector.ui.widgets.diff_view import DiffView
 from inspector.ui.widgets.status_area import StatusArea
@@ -43,6 +43,8 @@ from inspector.ui.widgets.theme import Theme, current_theme
 ROW_ROLE = Qt.ItemDataRole.UserRole  # a summary item's row in the view (int), if any
 _ITEM_LIMIT = 500  # names listed under one summary entry (the rest: "… N more")
 ARROW = "\u2194"  # ↔
+# as main_window's (not imported from it: the window imports this module)
+FILE_FILTER = "PyTorch export archives (*.pt2);;All files (*)"
 
 
 def compare_title(path_a: str | Path, path_b: str | Path) -> str:
@@ -519,7 +521,6 @@ def compare_dialog(window) -> CompareTab | None:
     from PySide6.QtWidgets import QFileDialog
 
     from inspector.ui import settings as keys
-    from inspector.ui.window.main_window import FILE_FILTER
 
     start = str(keys.settings().value(keys.LAST_DIRECTORY, str(Path.home())))
     current = window.current_archive_path()
