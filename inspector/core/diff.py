@@ -23,7 +23,7 @@ states for each record.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -54,6 +54,13 @@ _VOLATILE_RECORDS = frozenset({".data/serialization_id"})
 
 class DiffError(InspectorError):
     """The two archives cannot be compared as asked (an unknown program)."""
+
+
+class DiffCancelled(InspectorError):
+    """diff_files was asked to stop (the window's Cancel)."""
+
+    def __init__(self) -> None:
+        super().__init__("cancelled")
 
 
 # --- results ------------------------------------------------------------------
@@ -304,19 +311,58 @@ class ArchiveDiff:
 # --- entry points -------------------------------------------------------------
 
 def diff_archives(a: Archive, b: Archive, program: str | None = None, *,
-                  audit: bool = True) -> ArchiveDiff:
-    """Compare two opened archives (every program, or just `program`)."""
+                  audit: bool = True,
+                  step: Callable[[float], None] | None = None) -> ArchiveDiff:
+    """Compare two opened archives (every program, or just `program`).
+    `step(fraction)` is called between programs and before the audit; it may
+    raise to stop (the window's Cancel)."""
     pairs = _program_pairs(a, b, program)
+    step = step or (lambda _f: None)
     # The listings and the match allocate millions of objects and free few: the
     # cyclic GC would rescan both programs again and again (it more than
     # doubled the time of the listings of two 100k-node programs).
     with gc_paused():
-        diffs = [diff_programs(a, b, na, nb) for na, nb in pairs]
+        diffs = []
+        for k, (na, nb) in enumerate(pairs):
+            step(k / (len(pairs) + 1))
+            diffs.append(diff_programs(a, b, na, nb))
         findings = FindingsDiff()
+        step(len(pairs) / (len(pairs) + 1))
         if audit:
             _audit(a, b, diffs, findings, whole=program is None)
         records = _diff_records(a, b) if program is None else None
     return ArchiveDiff(a.path, b.path, diffs, records, findings)
+
+
+def diff_files(path_a: str | Path, path_b: str | Path, *,
+               progress: Callable[[float], None] | None = None,
+               cancelled: Callable[[], bool] | None = None) -> ArchiveDiff:
+    """Open both files, compare them and make every program's side-by-side
+    rows, reporting progress 0..1; stops with DiffCancelled between steps when
+    `cancelled()` says so (the window runs this off the GUI thread). The
+    archives are closed again: the result keeps only parsed data."""
+    report = progress or (lambda _f: None)
+    stop = cancelled or (lambda: False)
+
+    def step(fraction: float) -> None:
+        if stop():
+            raise DiffCancelled()
+        report(fraction)
+
+    from inspector.core.archive import open_archive
+
+    step(0.0)
+    with open_archive(path_a) as a:
+        step(0.02)
+        with open_archive(path_b) as b:
+            result = diff_archives(a, b, step=lambda f: step(0.04 + 0.8 * f))
+    with gc_paused():  # as in diff_archives: the rows are millions of small objects
+        n = max(1, len(result.programs))
+        for k, p in enumerate(result.programs):
+            step(0.85 + 0.15 * k / n)
+            p.alignment()
+    step(1.0)
+    return result
 
 
 def diff_programs(a: Archive, b: Archive, name_a: str | None, name_b: str | None) -> ProgramDiff:

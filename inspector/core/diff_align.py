@@ -229,3 +229,16 @@ def unified_diff(al: Alignment, la: Listing, lb: Listing, label_a: str, label_b:
                 if al.b[x] >= 0:
                     yield "+" + lb.lines[al.b[x]]
             r = end
+
+
+def one_sided(lines: int, side: str) -> Alignment:
+    """The rows of a program only one archive has: every line of it added (side
+    "b") or removed (side "a"), facing filler rows."""
+    out = Alignment()
+    for i in range(lines):
+        if side == "a":
+            out._add(i, -1, REMOVED)
+        else:
+            out._add(-1, i, ADDED)
+    out._finish(lines if side == "a" else 0, lines if side == "b" else 0)
+    return out

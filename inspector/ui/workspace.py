@@ -8,6 +8,7 @@ document, follows `currentChanged`, paints `marksChanged`, and answers `nodeRequ
     ws.current                     # the Document of the current tab (or None)
     ws.select_node(program, node)  # -> nodeRequested(doc, program, node)
     ws.annotate(doc, program, AnnotationLayer("profile", heat={...}))  # -> marksChanged
+    ws.compare(path_a, path_b)     # -> compareRequested: the window shows them side by side
     ws.close(doc)                  # -> documentClosed(doc); its tasks are cancelled and
                                    #    its archive closes once the last one returned
 
@@ -128,6 +129,7 @@ class Workspace(QObject):
     currentChanged = Signal(object)  # Document | None
     marksChanged = Signal(object, str)  # Document, program: its annotations changed
     nodeRequested = Signal(object, str, str)  # Document, program, node name: show it
+    compareRequested = Signal(str, str)  # paths A, B: show them side by side
     programLoaded = Signal(object, object)  # Document, ProgramView: built, ready to show
     programIndexed = Signal(object, object)  # Document, ProgramView: search index attached
     openFailed = Signal(str, str, str)  # path, message, details
@@ -278,6 +280,10 @@ class Workspace(QObject):
         doc = doc or self._current
         if doc is not None:
             self.nodeRequested.emit(doc, program, node)
+
+    def compare(self, path_a: str | Path, path_b: str | Path) -> None:
+        """Ask the window to compare two archives (its compare view)."""
+        self.compareRequested.emit(str(path_a), str(path_b))
 
     def annotate(self, doc: Document, program: str, layer: AnnotationLayer) -> None:
         """Publish `layer` (replacing the previous one of `layer.source`) on `program`."""

@@ -7,7 +7,8 @@ and retargeting to `cuda` works on a machine without a GPU. Findings are grouped
 the listing. Findings are marked in the listing's gutter as the "audit" annotation
 layer of the document (Workspace.annotate), with each finding's message as tooltip.
 "Retarget to ..." writes a new archive (progress, Cancel), opens it in a new tab and
-shows the audit before and after side by side.
+shows the audit before and after side by side; "Compare listings" opens the window's
+compare view of the two archives (Workspace.compare).
 """
 
 from __future__ import annotations
@@ -133,8 +134,18 @@ class AuditPanel(QWidget):
         self.before = FindingsTree()
         self.after_title = _bold(ElidedLabel())
         self.after_tree = FindingsTree()
+        self.compare_button = QPushButton("Compare listings")
+        self.compare_button.setToolTip("show the archive before and after the retarget side "
+                                       "by side, changed lines marked (F7: next change)")
+        self.compare_button.clicked.connect(self.compare_before_after)
         left = self._titled(self.before_title, self.before)
-        self.after_box = self._titled(self.after_title, self.after_tree)
+        after_head = QHBoxLayout()
+        after_head.setContentsMargins(0, 0, 0, 0)
+        after_head.addWidget(self.after_title, 1)
+        after_head.addWidget(self.compare_button)
+        after_title_row = QWidget()
+        after_title_row.setLayout(after_head)
+        self.after_box = self._titled(after_title_row, self.after_tree)
         self.after_box.hide()
         # Before | after side by side when there is room, one over the other in a
         # narrow dock (resizeEvent), so neither tree's columns are squeezed.
@@ -175,7 +186,7 @@ class AuditPanel(QWidget):
             self.split.setOrientation(orientation)
 
     @staticmethod
-    def _titled(title: QLabel, tree: QTreeWidget) -> QWidget:
+    def _titled(title: QWidget, tree: QTreeWidget) -> QWidget:
         box = QWidget()
         v = QVBoxLayout(box)
         v.setContentsMargins(0, 0, 0, 0)
@@ -404,6 +415,13 @@ class AuditPanel(QWidget):
         self._set_status(text)
         self.workspace.open(str(result.output))
         self.retargeted.emit(result, report)
+
+    def compare_before_after(self) -> bool:
+        """Open the compare view of the archive before and after the retarget."""
+        if self.report is None or self.after is None:
+            return False
+        self.workspace.compare(self.report.path, self.after.path)
+        return True
 
     def _retarget_failed(self, message: str, details: str) -> None:
         self._set_status(message, error=True)

@@ -44,6 +44,9 @@ def build_menus(w: MainWindow) -> None:
                       "Open one or more .pt2 archives")
     w.recent_menu = file_menu.addMenu("Open &Recent")
     fill_recent_menu(w)
+    w.act_compare = _act(w, file_menu, "Compare &With…", w.compare_dialog, "Ctrl+Shift+C",
+                         "Compare the current archive with another, side by side "
+                         "(or Shift-drop a file on the window)")
     file_menu.addSeparator()
     _act(w, file_menu, "&Close Tab", lambda: w.close_tab(w.tabs.currentIndex()) if w.tabs.count() else None,
          QKeySequence.StandardKey.Close)

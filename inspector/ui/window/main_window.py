@@ -141,6 +141,7 @@ class MainWindow(QMainWindow):
         ws.loadFailed.connect(lambda doc, msg, det: self._failed(doc.path, msg, det))
         ws.marksChanged.connect(self._marks_changed)
         ws.nodeRequested.connect(self._node_requested)
+        ws.compareRequested.connect(self.open_compare)
         ws.status.connect(self.status_label.setText)
         ws.busyChanged.connect(self.progress.setVisible)
         ws.loadsFinished.connect(self.loadsFinished)
@@ -231,6 +232,17 @@ class MainWindow(QMainWindow):
             keys.set_value(keys.LAST_DIRECTORY, str(path.parent))
         self.workspace.open(path)
 
+    def compare_dialog(self) -> None:
+        from inspector.ui.window.compare_tab import compare_dialog
+
+        compare_dialog(self)
+
+    def open_compare(self, path_a: str | Path, path_b: str | Path):
+        """A compare tab (ui/window/compare_tab.py) for the two archives."""
+        from inspector.ui.window.compare_tab import open_compare
+
+        return open_compare(self, path_a, path_b)
+
     def is_loading(self) -> bool:
         return self.workspace.is_busy()
 
@@ -308,6 +320,9 @@ class MainWindow(QMainWindow):
             self._hist_pos = len(self._history) - 1
             self.workspace.close(tab.doc)  # its tasks first, then its archive
             tab.deleteLater()
+        elif hasattr(tab, "shutdown"):  # a compare tab: its worker first
+            tab.shutdown()
+            tab.deleteLater()
         self._update_empty()
 
     def _update_empty(self) -> None:
@@ -333,8 +348,13 @@ class MainWindow(QMainWindow):
 
     def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802
         files = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
+        current = self.current_archive_path()
+        shift = bool(event.modifiers() & Qt.KeyboardModifier.ShiftModifier)
         for f in files:
-            self.open_archive(f)
+            if shift and current is not None:  # Shift-drop: compare with the current tab
+                self.open_compare(current, f)
+            else:
+                self.open_archive(f)
         if files:
             event.acceptProposedAction()
 
@@ -597,6 +617,8 @@ class MainWindow(QMainWindow):
                 tab.listing.set_theme(theme)
                 if tab.compiled is not None:
                     tab.compiled.set_theme(theme)
+            elif hasattr(tab, "set_theme"):  # a compare tab
+                tab.set_theme(theme)
         self.details.set_theme(theme)
         self.source.set_theme(theme)
 
@@ -667,6 +689,10 @@ class MainWindow(QMainWindow):
             s.setValue(keys.WINDOW_STATE, self.saveState())
             s.setValue(keys.WINDOW_STATE_SIZE, self.size())
             s.sync()
+        for i in range(self.tabs.count()):
+            tab = self.tabs.widget(i)
+            if hasattr(tab, "shutdown"):  # a compare tab's worker
+                tab.shutdown()
         self.workspace.shutdown(5000)  # never leave a parsing thread behind
         super().closeEvent(event)
 

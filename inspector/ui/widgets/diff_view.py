@@ -1,0 +1,536 @@
+"""Two listings side by side, row by row (inspector.core.diff_align.Alignment).
+
+Virtualized like ListingView: the vertical scroll value is the first visible
+row and a paint draws only the ~60 visible rows, so two 100,000-node programs
+(400,000 rows) cost what one screen costs. One widget paints both halves, so
+they scroll together by construction (one vertical and one horizontal bar).
+
+Per row, back to front: the status colour (changed on both sides, removed on
+A's, added on B's; the other side of an added/removed row is hatched filler),
+the current row, an outline around the current change, the text (plain text,
+highlighted by highlight.LineCache). Each half has a gutter with its line
+number and a status sign (- + ~). The strip between the halves is an overview
+of the whole comparison: a tick per change, the visible part framed; clicking
+it scrolls there.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from bisect import bisect_right
+from dataclasses import dataclass
+
+import time
+
+from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import (
+    QColor,
+    QFontMetricsF,
+    QKeyEvent,
+    QMouseEvent,
+    QPainter,
+    QPaintEvent,
+    QPen,
+    QResizeEvent,
+    QTextCharFormat,
+    QTextLayout,
+)
+from PySide6.QtWidgets import QAbstractScrollArea, QWidget
+
+from inspector.core.node_match import ADDED, CHANGED, REMOVED, SAME
+from inspector.ui.widgets.highlight import SYMBOL, LineCache
+from inspector.ui.widgets.theme import Theme, code_font, current_theme, symbol_color
+
+_MAP_WIDTH = 14  # the overview strip between the halves
+_LAYOUT_CACHE = 4000
+_TOKEN = re.compile(r"\w+|\s+|.")  # words, runs of blanks, single characters
+Spans = list[tuple[int, int]]
+
+
+def inline_changes(a: str, b: str) -> tuple[Spans, Spans]:
+    """Column spans of `a` and `b` that differ, token by token (a word is one
+    token, so `cpu` -> `cuda` marks the whole word, not two letters)."""
+    ta, tb = _TOKEN.findall(a), _TOKEN.findall(b)
+    pa = [0]
+    for t in ta:
+        pa.append(pa[-1] + len(t))
+    pb = [0]
+    for t in tb:
+        pb.append(pb[-1] + len(t))
+    out_a: Spans = []
+    out_b: Spans = []
+    for tag, i0, i1, j0, j1 in difflib.SequenceMatcher(None, ta, tb, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        if i1 > i0:
+            out_a.append((pa[i0], pa[i1]))
+        if j1 > j0:
+            out_b.append((pb[j0], pb[j1]))
+    return out_a, out_b
+SIGNS = {SAME: "", CHANGED: "~", ADDED: "+", REMOVED: "-"}
+
+
+@dataclass(frozen=True)
+class DiffColors:
+    """Row backgrounds and gutter signs of the compare view, per theme."""
+
+    changed: QColor
+    changed_text: QColor  # the characters that differ inside a changed row
+    added: QColor
+    removed: QColor
+    filler: QColor
+    hatch: QColor
+    sign: dict[str, QColor]
+    outline: QColor
+
+
+_LIGHT = DiffColors(
+    changed=QColor("#fff1c2"), changed_text=QColor("#f7d47a"), added=QColor("#dafbe1"), removed=QColor("#ffe1de"),
+    filler=QColor("#f3f4f6"), hatch=QColor("#dde1e6"),
+    sign={CHANGED: QColor("#9a6700"), ADDED: QColor("#1a7f37"), REMOVED: QColor("#cf222e")},
+    outline=QColor("#0969da"),
+)
+_DARK = DiffColors(
+    changed=QColor("#3d3416"), changed_text=QColor("#6e5a17"), added=QColor("#1d3a27"), removed=QColor("#45222a"),
+    filler=QColor("#25272b"), hatch=QColor("#30333a"),
+    sign={CHANGED: QColor("#d29922"), ADDED: QColor("#3fb950"), REMOVED: QColor("#f85149")},
+    outline=QColor("#6cb6ff"),
+)
+
+
+def diff_colors(theme: Theme) -> DiffColors:
+    return _DARK if theme.dark else _LIGHT
+
+
+class DiffView(QAbstractScrollArea):
+    """Rows of an Alignment over the lines of A and B. Signals carry rows."""
+
+    currentRowChanged = Signal(int)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("diffView")
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        self._a: list[int] = []
+        self._b: list[int] = []
+        self._status: list[str] = []
+        self._changes: list[int] = []
+        self._lines: tuple[list[str], list[str]] = ([], [])
+        self._caches = (LineCache([]), LineCache([]))
+        self._layouts: dict[tuple[int, int], QTextLayout] = {}
+        self._max_len = 0
+        self._current = -1
+        self._change_span: tuple[int, int] | None = None  # rows [start, end) outlined
+        self._inline: dict[int, tuple[Spans, Spans]] = {}  # row -> differing columns
+        self.theme: Theme = current_theme()
+        self.colors = diff_colors(self.theme)
+        # As ListingView: after each paint, shape the rows around the screen in
+        # idle slices, so the next PageDown / F7 finds its lines ready.
+        self._prefetch = QTimer(self)
+        self._prefetch.setSingleShot(True)
+        self._prefetch.setInterval(0)
+        self._prefetch.timeout.connect(self._prefetch_some)
+        self.setFont(code_font())
+        self._update_metrics()
+
+    # -- content --
+    def set_rows(self, alignment, lines_a: list[str], lines_b: list[str]) -> None:
+        """Show `alignment` (diff_align.Alignment) over the two listings' lines."""
+        self._a, self._b = alignment.a, alignment.b
+        self._status, self._changes = alignment.status, alignment.changes
+        self._lines = (lines_a, lines_b)
+        self._caches = (LineCache(lines_a), LineCache(lines_b))
+        self._layouts = {}
+        self._inline = {}
+        self._max_len = max(max(map(len, lines_a), default=0), max(map(len, lines_b), default=0))
+        self._current = -1
+        self._change_span = None
+        self._update_metrics()
+        self.verticalScrollBar().setValue(0)
+        self.horizontalScrollBar().setValue(0)
+        self._update_scrollbars()
+        self.viewport().update()
+
+    def clear(self) -> None:
+        from inspector.core.diff_align import Alignment
+
+        self.set_rows(Alignment(), [], [])
+
+    def row_count(self) -> int:
+        return len(self._status)
+
+    def row_status(self, row: int) -> str:
+        return self._status[row]
+
+    def row_lines(self, row: int) -> tuple[int, int]:
+        """(line of A, line of B) on `row`, -1 where that side is filler."""
+        return self._a[row], self._b[row]
+
+    def row_texts(self, row: int) -> tuple[str | None, str | None]:
+        a, b = self._a[row], self._b[row]
+        return (self._lines[0][a] if a >= 0 else None, self._lines[1][b] if b >= 0 else None)
+
+    def inline_spans(self, row: int) -> tuple[Spans, Spans]:
+        """The differing columns of a changed row on A's and B's side (empty
+        for other rows); computed for the rows painted, then kept."""
+        got = self._inline.get(row)
+        if got is None:
+            ta, tb = self.row_texts(row)
+            got = (inline_changes(ta, tb) if self._status[row] == CHANGED
+                   and ta is not None and tb is not None else ([], []))
+            if len(self._inline) > _LAYOUT_CACHE:
+                self._inline.clear()
+            self._inline[row] = got
+        return got
+
+    def row_background(self, row: int, side: int) -> QColor:
+        """The colour row `row` has on side 0 (A) or 1 (B) before the current
+        row's tint: the status colour, the filler, or the plain background."""
+        status = self._status[row]
+        c = self.colors
+        if status == CHANGED:
+            return c.changed
+        if status == REMOVED:
+            return c.removed if side == 0 else c.filler
+        if status == ADDED:
+            return c.added if side == 1 else c.filler
+        return self.theme.background
+
+    def set_theme(self, theme: Theme) -> None:
+        self.theme = theme
+        self.colors = diff_colors(theme)
+        self._layouts = {}
+        self.viewport().update()
+
+    # -- cursor --
+    def current_row(self) -> int:
+        return self._current
+
+    def set_current_row(self, row: int, center: bool = False, emit: bool = True) -> None:
+        if not self._status:
+            return
+        row = max(0, min(row, len(self._status) - 1))
+        changed = row != self._current
+        self._current = row
+        self.ensure_visible(row, center)
+        self.viewport().update()
+        if changed and emit:
+            self.currentRowChanged.emit(row)
+
+    def set_change_span(self, span: tuple[int, int] | None) -> None:
+        """Outline rows [start, end) (the change F7 went to); None: no outline."""
+        self._change_span = span
+        self.viewport().update()
+
+    def change_span(self) -> tuple[int, int] | None:
+        return self._change_span
+
+    def show_change(self, start: int, end: int) -> None:
+        """Make rows [start, end) the current change: outlined, its first row
+        current, and as much of it on screen as fits (a third down from the top)."""
+        self._change_span = (start, end)
+        rows = self._visible_rows()
+        bar = self.verticalScrollBar()
+        first = bar.value()
+        # keep rows of context after the change too: it goes a third down
+        # unless it already shows in the upper two thirds
+        if not (first <= start and end <= first + max(1, rows * 2 // 3)):
+            bar.setValue(max(0, start - max(2, min(rows // 3, rows - (end - start) - 1))))
+        self.set_current_row(start, emit=False)
+        self.reveal_columns(start, end)
+        self.currentRowChanged.emit(start)
+
+    def reveal_columns(self, start: int, end: int) -> None:
+        """Scroll horizontally so the first differing characters of the first
+        changed row in [start, end) show (a device literal far right)."""
+        col = None
+        for row in range(start, min(end, start + 200)):
+            spans = self.inline_spans(row)
+            firsts = [sp[0][0] for sp in spans if sp]
+            if firsts:
+                col = min(firsts)
+                break
+        bar = self.horizontalScrollBar()
+        width = self.half_width() - self._gutter - 8
+        if col is None or (col + 8) * self._cw < width:
+            bar.setValue(0)
+        else:
+            bar.setValue(int(max(0.0, col * self._cw - width / 3)))
+
+    def ensure_visible(self, row: int, center: bool = False) -> None:
+        bar = self.verticalScrollBar()
+        first, rows = bar.value(), self._visible_rows()
+        if center and not (first <= row < first + rows - 1):
+            bar.setValue(max(0, row - rows // 3))
+        elif row < first:
+            bar.setValue(row)
+        elif row >= first + rows - 1:
+            bar.setValue(row - rows + 2)
+
+    def first_visible_row(self) -> int:
+        return self.verticalScrollBar().value()
+
+    def visible_range(self) -> range:
+        first = self.first_visible_row()
+        return range(first, min(len(self._status), first + self._visible_rows() + 1))
+
+    # -- geometry --
+    def _update_metrics(self) -> None:
+        fm = QFontMetricsF(self.font())
+        self._cw = fm.horizontalAdvance("M")
+        self._lh = max(1.0, fm.lineSpacing())
+        longest = max(len(self._lines[0]), len(self._lines[1]), 1)
+        digits = max(3, len(str(longest)))
+        self._gutter = int((digits + 2) * self._cw + 10)  # number, space, sign
+
+    def _visible_rows(self) -> int:
+        return max(1, int(self.viewport().height() / self._lh))
+
+    def gutter_width(self) -> int:
+        """Pixels of each half's gutter (line number and sign)."""
+        return self._gutter
+
+    def half_width(self) -> float:
+        return max(0.0, (self.viewport().width() - _MAP_WIDTH) / 2)
+
+    def half_x(self, side: int) -> float:
+        """Left edge of side 0 (A) or 1 (B) in viewport pixels."""
+        return 0.0 if side == 0 else self.half_width() + _MAP_WIDTH
+
+    def map_rect(self) -> QRectF:
+        return QRectF(self.half_width(), 0, _MAP_WIDTH, self.viewport().height())
+
+    def _update_scrollbars(self) -> None:
+        rows = self._visible_rows()
+        v = self.verticalScrollBar()
+        v.setRange(0, max(0, len(self._status) - rows + 1))
+        v.setPageStep(rows)
+        v.setSingleStep(1)
+        h = self.horizontalScrollBar()
+        text_width = self.half_width() - self._gutter - 8
+        h.setRange(0, max(0, int(self._max_len * self._cw + 2 * self._cw - text_width)))
+        h.setPageStep(max(1, int(text_width)))
+        h.setSingleStep(int(self._cw * 4))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self._update_scrollbars()
+
+    def scrollContentsBy(self, dx: int, dy: int) -> None:  # noqa: N802
+        self.viewport().update()
+
+    def row_at(self, y: float) -> int:
+        return self.first_visible_row() + int(y / self._lh)
+
+    def point_at(self, row: int, side: int, column: int = 0) -> QPointF:
+        """The viewport point in the middle of character `column` of `row`'s
+        text on `side` (for tests and tooltips)."""
+        x = (self.half_x(side) + self._gutter + 4 - self.horizontalScrollBar().value()
+             + (column + 0.5) * self._cw)
+        return QPointF(x, (row - self.first_visible_row() + 0.5) * self._lh)
+
+    # -- painting --
+    def _layout(self, side: int, line: int) -> QTextLayout:
+        key = (side, line)
+        layout = self._layouts.get(key)
+        if layout is None:
+            if len(self._layouts) > _LAYOUT_CACHE:
+                self._layouts.clear()
+            layout = QTextLayout(self._lines[side][line], self.font())
+            layout.setCacheEnabled(True)
+            ranges = []
+            tokens = self.theme.tokens
+            for s, e, cat in self._caches[side].spans(line):
+                r = QTextLayout.FormatRange()
+                r.start, r.length = s, e - s
+                fmt = QTextCharFormat()
+                fmt.setForeground(symbol_color(cat[len(SYMBOL):], self.theme)
+                                  if cat.startswith(SYMBOL) else tokens.get(cat, self.theme.text))
+                r.format = fmt
+                ranges.append(r)
+            layout.setFormats(ranges)
+            layout.beginLayout()
+            tl = layout.createLine()
+            if tl.isValid():
+                tl.setLineWidth(1e9)
+                tl.setPosition(QPointF(0, 0))
+            layout.endLayout()
+            self._layouts[key] = layout
+        return layout
+
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802
+        theme, colors = self.theme, self.colors
+        p = QPainter(self.viewport())
+        p.setFont(self.font())
+        rect = self.viewport().rect()
+        p.fillRect(rect, theme.background)
+        lh = self._lh
+        half = self.half_width()
+        xoff = self.horizontalScrollBar().value()
+        hatch = QPen(colors.hatch)
+        hatch.setWidthF(1.0)
+        current = QColor(theme.current_line)
+        current.setAlphaF(0.55)
+        for side, sides_lines in ((0, self._a), (1, self._b)):
+            x0 = self.half_x(side)
+            p.setClipRect(QRectF(x0, 0, half, rect.height()))
+            text_x = x0 + self._gutter + 4 - xoff
+            for row_i, row in enumerate(self.visible_range()):
+                y = row_i * lh
+                band = QRectF(x0, y, half, lh)
+                line = sides_lines[row]
+                bg = self.row_background(row, side)
+                if bg != theme.background:
+                    p.fillRect(band, bg)
+                if line < 0:  # filler: diagonal hatching, as diff tools draw it
+                    p.setPen(hatch)
+                    step = 8
+                    start = int(x0) - int(lh) - (int(x0) % step)
+                    for x in range(start, int(x0 + half) + step, step):
+                        p.drawLine(QPointF(x, y + lh), QPointF(x + lh, y))
+                    continue
+                if row == self._current:
+                    p.fillRect(band, current)
+                if self._status[row] == CHANGED:
+                    for a, b in self.inline_spans(row)[side]:
+                        p.fillRect(QRectF(text_x + a * self._cw, y + 1, (b - a) * self._cw,
+                                          lh - 2), colors.changed_text)
+                p.save()
+                p.setClipRect(QRectF(x0 + self._gutter, y, half - self._gutter, lh))
+                p.setPen(theme.text)
+                self._layout(side, line).draw(p, QPointF(text_x, y))
+                p.restore()
+            self._paint_gutter(p, side, x0, rect.height())
+        p.setClipping(False)
+        self._paint_outline(p, rect.width())
+        self._paint_map(p, rect.height())
+        p.end()
+        self._prefetch.start()
+
+    def _prefetch_some(self) -> None:
+        rows = self._visible_rows()
+        first = self.first_visible_row()
+        n = len(self._status)
+        wanted = [*range(first + rows, min(n, first + 3 * rows)), *range(max(0, first - rows), first)]
+        deadline = time.perf_counter() + 0.004  # well inside a frame
+        for row in wanted:
+            for side, lines in ((0, self._a), (1, self._b)):
+                line = lines[row]
+                if line >= 0 and (side, line) not in self._layouts:
+                    self._layout(side, line)
+            self.inline_spans(row)
+            if time.perf_counter() > deadline:
+                self._prefetch.start()
+                return
+
+    def _paint_gutter(self, p: QPainter, side: int, x0: float, height: int) -> None:
+        theme, colors = self.theme, self.colors
+        g, lh = self._gutter, self._lh
+        p.fillRect(QRectF(x0, 0, g, height), theme.gutter_bg)
+        p.setPen(theme.gutter_text)
+        p.drawLine(QPointF(x0 + g - 1, 0), QPointF(x0 + g - 1, height))
+        lines = self._a if side == 0 else self._b
+        sign_w = 1.5 * self._cw
+        for row_i, row in enumerate(self.visible_range()):
+            y = row_i * lh
+            line = lines[row]
+            status = self._status[row]
+            if status != SAME and line >= 0:
+                tint = QColor(self.row_background(row, side))
+                p.fillRect(QRectF(x0, y, g - 1, lh), tint.darker(104 if not theme.dark else 90))
+            if line < 0:
+                continue
+            p.setPen(theme.text if row == self._current else theme.gutter_text)
+            p.drawText(QRectF(x0, y, g - sign_w - 6, lh),
+                       Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, str(line + 1))
+            sign = SIGNS[status]
+            if sign:
+                p.setPen(colors.sign[status])
+                p.drawText(QRectF(x0 + g - sign_w - 4, y, sign_w, lh),
+                           Qt.AlignmentFlag.AlignCenter, sign)
+
+    def _paint_outline(self, p: QPainter, width: int) -> None:
+        span = self._change_span
+        if span is None:
+            return
+        first = self.first_visible_row()
+        top = (span[0] - first) * self._lh
+        bottom = (span[1] - first) * self._lh
+        if bottom < 0 or top > self.viewport().height():
+            return
+        pen = QPen(self.colors.outline)
+        pen.setWidthF(1.5)
+        p.setPen(pen)
+        p.setBrush(Qt.BrushStyle.NoBrush)
+        half = self.half_width()
+        for side in (0, 1):
+            x0 = self.half_x(side)
+            p.drawRect(QRectF(x0 + 1, top + 0.75, half - 2, bottom - top - 1.5))
+
+    def _paint_map(self, p: QPainter, height: int) -> None:
+        """The overview strip: where the changes are in the whole comparison."""
+        r = self.map_rect()
+        p.fillRect(r, self.theme.gutter_bg)
+        n = len(self._status)
+        if not n:
+            return
+        scale = height / n
+        # one tick per pixel row at most: ~700 ticks, whatever the row count
+        last_y = -1
+        for start in self._changes:
+            y = int(start * scale)
+            if y == last_y:
+                continue
+            last_y = y
+            status = self._status[start]
+            p.fillRect(QRectF(r.x() + 2, y, r.width() - 4, max(2.0, scale)),
+                       self.colors.sign.get(status, self.colors.outline))
+        first = self.first_visible_row()
+        frame = QRectF(r.x() + 0.5, first * scale, r.width() - 1,
+                       max(3.0, self._visible_rows() * scale))
+        pen = QPen(self.theme.gutter_text)
+        p.setPen(pen)
+        p.setBrush(Qt.BrushStyle.NoBrush)
+        p.drawRect(frame)
+
+    # -- input --
+    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802
+        if event.button() != Qt.MouseButton.LeftButton:
+            return super().mousePressEvent(event)
+        pos = event.position()
+        if self.map_rect().contains(pos) and self._status:
+            row = int(pos.y() / max(1, self.viewport().height()) * len(self._status))
+            self.verticalScrollBar().setValue(max(0, row - self._visible_rows() // 2))
+            return
+        row = self.row_at(pos.y())
+        if 0 <= row < len(self._status):
+            self.set_current_row(row)
+
+    def change_index(self, row: int) -> int:
+        """How many changes start at or before `row` (1-based index of the
+        change `row` is in or follows; 0 before the first)."""
+        return bisect_right(self._changes, row)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802
+        key, mods = event.key(), event.modifiers()
+        rows = self._visible_rows()
+        cur = max(self._current, 0)
+        ctrl = bool(mods & Qt.KeyboardModifier.ControlModifier)
+        moves = {Qt.Key.Key_Up: cur - 1, Qt.Key.Key_Down: cur + 1,
+                 Qt.Key.Key_PageUp: cur - rows + 1, Qt.Key.Key_PageDown: cur + rows - 1}
+        if key in moves:
+            self.set_current_row(moves[key])
+        elif key == Qt.Key.Key_Home and ctrl:
+            self.set_current_row(0)
+        elif key == Qt.Key.Key_End and ctrl:
+            self.set_current_row(len(self._status) - 1)
+        elif key in (Qt.Key.Key_Left, Qt.Key.Key_Right):
+            bar = self.horizontalScrollBar()
+            bar.setValue(bar.value() + bar.singleStep() * (1 if key == Qt.Key.Key_Right else -1))
+        elif key == Qt.Key.Key_Home:
+            self.horizontalScrollBar().setValue(0)
+        else:
+            super().keyPressEvent(event)
