@@ -69,3 +69,35 @@ def small_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real one-program archive: a Linear, a buffer, a dynamic batch dim,
     a baked `device='cpu'` arange and a multi-output op."""
     return _export_small_model(tmp_path_factory.mktemp("small") / "small.pt2")
+
+
+@pytest.fixture(scope="session")
+def aoti_packages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Real AOTInductor packages of one tiny model, compiled here on CPU once per
+    session (a compile costs tens of seconds) for tests/unit/test_aoti.py and
+    tests/gui/test_compiled_view.py, packaged each way torch does:
+    "only" `package_aoti` (compiled code only, from `aot_compile`'s files),
+    "compiled" `aoti_compile_and_package` (the same, through torch's one-call API),
+    "both" `package_pt2(exported_programs=..., aoti_files=...)` (code + program)."""
+    import torch
+    from torch._inductor.package import package_aoti
+    from torch.export.pt2_archive._package import package_pt2
+
+    class Small(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 3)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.relu(self.lin(x)) * 2
+
+    out = tmp_path_factory.mktemp("aoti")
+    example = (torch.randn(2, 4),)
+    ep = torch.export.export(Small(), example)
+    only, compiled, both = out / "compiled.pt2", out / "compiled_api.pt2", out / "with_program.pt2"
+    torch._inductor.aoti_compile_and_package(ep, package_path=str(compiled))
+    files = torch._inductor.aot_compile(ep.module(), example,
+                                        options={"aot_inductor.package": True})
+    package_aoti(str(only), {"model": files})
+    package_pt2(str(both), exported_programs={"model": ep}, aoti_files={"model": files})
+    return {"only": only, "compiled": compiled, "both": both}

@@ -1,8 +1,9 @@
 """AOTInductor packages in the window (issue 14, item 2): real packages
 compiled here on CPU, opened in a real window offscreen.
 
-One tiny model, compiled twice the ways torch does (the second compile hits
-inductor's cache): `aoti_compile_and_package` (compiled code only) and
+One tiny model, compiled the ways torch does (tests/conftest.py's
+`aoti_packages`, shared with tests/unit/test_aoti.py): `aoti_compile_and_package`
+(compiled code only) and
 `package_pt2(exported_programs=..., aoti_files=...)` (compiled code with its
 program). What the window shows is compared with what torch's own package
 loader reports (`load_package(...).get_metadata()`, which dlopens the
@@ -26,27 +27,10 @@ from inspector.core.source_spans import lexer_for, line_spans
 
 
 @pytest.fixture(scope="module")
-def packages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    import torch
-    from torch.export.pt2_archive._package import package_pt2
-
-    class Small(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.lin = torch.nn.Linear(4, 3)
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return torch.relu(self.lin(x)) * 2
-
-    out = tmp_path_factory.mktemp("aoti-gui")
-    example = (torch.randn(2, 4),)
-    ep = torch.export.export(Small(), example)
-    only, both = out / "compiled.pt2", out / "with_program.pt2"
-    torch._inductor.aoti_compile_and_package(ep, package_path=str(only))
-    files = torch._inductor.aot_compile(ep.module(), example,
-                                        options={"aot_inductor.package": True})
-    package_pt2(str(both), exported_programs={"model": ep}, aoti_files={"model": files})
-    return {"only": only, "both": both}
+def packages(aoti_packages: dict[str, Path]) -> dict[str, Path]:
+    # compiled once per session in tests/conftest.py, shared with tests/unit/test_aoti.py;
+    # "only" here is the one `aoti_compile_and_package` wrote
+    return {"only": aoti_packages["compiled"], "both": aoti_packages["both"]}
 
 
 def _torch_metadata(path: Path) -> dict[str, str]:

@@ -177,6 +177,33 @@ def build_corpus(out_dir: Path, only: list[str] | None = None) -> tuple[list[Arc
     return archives, skipped
 
 
+# One build per pytest session, whichever test asks first: the corpus is the
+# same for every test that compares against it (listing, shapes, weights), and
+# exporting it is the slowest setup of the default run. Keyed by the name
+# filter, so a narrowed run (FIDELITY_ONLY=...) still gets just what it asked.
+_SESSION: dict[tuple[str, ...], tuple[list[Archive], list[Skip]]] = {}
+
+
+def session_corpus(tmp_path_factory: Any, only: list[str] | None = None
+                   ) -> tuple[list[Archive], list[Skip]]:
+    """build_corpus(only) exported once per pytest session, into the session's
+    temp folder. Returns fresh lists and Archive/Skip copies, so one test's
+    appends or edits never reach another; the files are shared and read-only
+    by convention (write anything new to your own tmp folder)."""
+    key = tuple(only or ())
+    if key not in _SESSION:
+        full = _SESSION.get(())
+        if full is not None:  # the whole corpus is already built: filter it like build_corpus does
+            _SESSION[key] = ([a for a in full[0] if any(s in a.name for s in key)],
+                             [k for k in full[1] if any(s in k.name for s in key)])
+        else:
+            out = tmp_path_factory.mktemp("fidelity-corpus")
+            _SESSION[key] = build_corpus(out, list(key) or None)
+    archives, skipped = _SESSION[key]
+    return ([Archive(a.name, a.group, a.path, a.multi, a.seconds) for a in archives],
+            [Skip(k.name, k.stage, k.reason) for k in skipped])
+
+
 def strip_node_names(src: Path, dst: Path) -> None:
     """Copy an archive, dropping every node's `name` from its program JSON."""
     def strip(graph: dict) -> None:

@@ -33,28 +33,9 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def packages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    import torch
-    from torch._inductor.package import package_aoti
-    from torch.export.pt2_archive._package import package_pt2
-
-    class Small(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.lin = torch.nn.Linear(4, 3)
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return torch.relu(self.lin(x)) * 2
-
-    out = tmp_path_factory.mktemp("aoti")
-    example = (torch.randn(2, 4),)
-    ep = torch.export.export(Small(), example)
-    files = torch._inductor.aot_compile(ep.module(), example,
-                                        options={"aot_inductor.package": True})
-    only, both = out / "compiled.pt2", out / "with_program.pt2"
-    package_aoti(str(only), {"model": files})
-    package_pt2(str(both), exported_programs={"model": ep}, aoti_files={"model": files})
-    return {"only": only, "both": both}
+def packages(aoti_packages: dict[str, Path]) -> dict[str, Path]:
+    # compiled once per session in tests/conftest.py, shared with the window's tests
+    return {"only": aoti_packages["only"], "both": aoti_packages["both"]}
 
 
 def _torch_metadata(path: Path) -> dict[str, str]:

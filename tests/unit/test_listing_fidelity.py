@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from fidelity_cases import (STRICT_EXPORTDB, Archive, Comparison, Skip, build_corpus, compare,
+from fidelity_cases import (STRICT_EXPORTDB, Archive, Comparison, Skip, compare, session_corpus,
                             table, torch_texts)
 
 GROUPS = ["exportdb", "hf", "cond", "multi", "decomp", "ops", "legacy", "builtins"]
@@ -49,11 +49,10 @@ def fidelity(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     # before torch.export.load can rebuild those programs.
     import transformers  # noqa: F401
 
-    out_dir: Path = tmp_path_factory.mktemp("fidelity")
     # FIDELITY_ONLY=cond,hf/ narrows the corpus while working on the printer
     # (test_corpus_is_broad then fails on purpose).
     only = [x for x in os.environ.get("FIDELITY_ONLY", "").split(",") if x]
-    archives, skipped = build_corpus(out_dir, only or None)
+    archives, skipped = session_corpus(tmp_path_factory, only or None)
     comparisons: list[Comparison] = []
     loaded: list[Archive] = []
     crashed: list[Skip] = []

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from fidelity_cases import Archive, Skip, build_corpus
+from fidelity_cases import Archive, Skip, session_corpus
 
 # --- cases made for the shapes view ------------------------------------------------
 
@@ -86,10 +86,10 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Archive], lis
     import torch
     import transformers  # noqa: F401 - HF output types must be registered for load
 
-    out = tmp_path_factory.mktemp("shapes")
+    out = tmp_path_factory.mktemp("shapes")  # this file's own cases; the corpus is shared
     # SHAPES_ONLY=hf/,shapes/ narrows the corpus while working (the breadth test then fails)
     only = [x for x in os.environ.get("SHAPES_ONLY", "").split(",") if x]
-    archives, skipped = build_corpus(out, only or None)
+    archives, skipped = session_corpus(tmp_path_factory, only or None)
     archives = [a for a in archives if "#noname" not in a.name]  # same shapes as the named file
     for name, build in _shape_builders():
         if only and not any(s in name for s in only):

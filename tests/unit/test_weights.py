@@ -241,13 +241,13 @@ def zoo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    """The fidelity corpus's models (custom modules, tiny HF models, ExportDB)."""
-    from fidelity_cases import build_corpus
+    """The fidelity corpus's models (custom modules, tiny HF models, ExportDB),
+    built once per session and shared with the listing and shapes tests."""
+    from fidelity_cases import session_corpus
 
-    out = tmp_path_factory.mktemp("weights-corpus")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        archives, _ = build_corpus(out)
+        archives, _ = session_corpus(tmp_path_factory)
     return [a.path for a in archives if "#noname" not in a.name]
 
 
