@@ -41,6 +41,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from inspector.ui.plain import message_box, shown
 from inspector.ui.device_list import DeviceSource, fill_combo
 from inspector.ui.job_runner import (
     MODES,
@@ -421,11 +422,18 @@ class RunPanel(QWidget):
         self._show_error(message, details)
 
     def confirm_trust(self, message: str) -> bool:
-        answer = QMessageBox.question(
-            self, "Run code from this archive?",
-            f"{message}\n\nLoad it anyway and run it?",
-            QMessageBox.Yes | QMessageBox.No, QMessageBox.No)
-        return answer == QMessageBox.Yes
+        # plain text: the message names records of the archive, which must not be
+        # able to hide this warning behind HTML of their own
+        box = message_box(self, QMessageBox.Icon.Warning, "Run code from this archive?",
+                          f"{message}\n\nLoad it anyway and run it?",
+                          QMessageBox.Yes | QMessageBox.No, QMessageBox.No)
+        box.setObjectName("trustBox")
+        self.trust_box = box  # tests answer it
+        try:
+            return box.exec() == QMessageBox.Yes
+        finally:
+            self.trust_box = None
+            box.deleteLater()
 
     def _on_finished(self) -> None:
         record, self._current = self._current, None
@@ -563,4 +571,4 @@ def _qcolor(color: str):
 
 
 def _html(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return shown(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
