@@ -89,6 +89,6 @@ def message_box(parent: QWidget | None, icon: QMessageBox.Icon, title: str, text
     if default is not None:
         box.setDefaultButton(default)
     for label in box.findChildren(QLabel):  # the informative label has its own format
-        if label.textFormat() != Qt.TextFormat.PlainText and label.text():
-            plain_label(label)
+        if label.text():
+            plain_label(label)  # also no links handed to the desktop
     return box
