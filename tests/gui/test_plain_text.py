@@ -259,12 +259,15 @@ def test_trust_question_cannot_hide_its_warning(qtbot, base: Base) -> None:
     seen: dict[str, object] = {}
 
     def answer() -> None:
-        box = panel.trust_box
+        box = QApplication.activeModalWidget()
+        if not isinstance(box, QMessageBox):
+            QTimer.singleShot(100, answer)
+            return
         found: list[str] = []
         seen["hits"] = walk(found)
         seen["found"] = found
         seen["text"] = box.text()
-        box.button(QMessageBox.No).click()
+        box.button(QMessageBox.StandardButton.No).click()
 
     QTimer.singleShot(200, answer)
     assert panel.confirm_trust(message) is False
