@@ -143,7 +143,9 @@ class TaskGroup(QObject):
         task = Task(fn, args, context, key)
         was_busy = self.busy()
         self._live[task] = (on_done, on_fail, on_end)
-        task.signals.ended.connect(lambda outcome, t=task: self._ended(t, outcome))
+        # a method of the group, not a closure: Qt drops the connection when the group
+        # is deleted (a closed tab, a closed pane), and nothing holds the task in C++
+        task.signals.ended.connect(self._on_ended)
         if on_progress is not None:
             task.reports_progress = True
             task.signals.progress.connect(
@@ -152,6 +154,12 @@ class TaskGroup(QObject):
             self.busyChanged.emit(True)
         self.pool.start(task)
         return task
+
+    def _on_ended(self, outcome: tuple[Any, ...]) -> None:
+        signals = self.sender()
+        task = next((t for t in self._live if t.signals is signals), None)
+        if task is not None:  # else dropped already (cancelled before it started)
+            self._ended(task, outcome)
 
     def _ended(self, task: Task, outcome: tuple[Any, ...]) -> None:
         callbacks = self._live.pop(task, None)

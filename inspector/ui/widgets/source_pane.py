@@ -184,7 +184,8 @@ class SourcePane(QWidget):
             self._mark(frame.line - 1)
         finally:
             self._quiet = False
-        self.sourceLineSelected.emit(frame.file, frame.line)
+        # the marked line, inside the file (a recorded 2**64 does not fit the signal)
+        self.sourceLineSelected.emit(frame.file, self.marked_line())
 
     def _set_text(self, text: str, lex: bool) -> None:
         """Show `text` at once, uncoloured; colour it when its spans arrive."""
@@ -201,8 +202,12 @@ class SourcePane(QWidget):
     def _spans_ready(self, text: str, spans: Spans) -> None:
         if text is not self._shown_text:
             return  # another file meanwhile
+        try:
+            document = self.editor.document()
+        except RuntimeError:  # the pane was closed while its file was being lexed
+            return
         self.highlighter.spans = spans
-        self.highlighter.setDocument(self.editor.document())  # rehighlights
+        self.highlighter.setDocument(document)  # rehighlights
         if self.frame is not None and not self.missing:
             self._mark_only(self.editor.textCursor().blockNumber())
 
