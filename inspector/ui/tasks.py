@@ -68,6 +68,7 @@ class Task(QRunnable):
         super().__init__()
         self.fn, self.args, self.key = fn, args, key
         self.context = context
+        self.reports_progress = False  # something is connected to signals.progress
         self.signals = _Signals()
         self._cancel = threading.Event()  # outcome dropped
         self._stop = threading.Event()  # asked to stop early; outcome still delivered
@@ -105,6 +106,9 @@ class Task(QRunnable):
         except Exception as exc:  # a bug of ours: still a message, never a crash
             outcome = ("failed", f"internal error: {type(exc).__name__}: {exc}",
                        traceback.format_exc())
+        # drop what the task read (a view, an archive) now: the group may keep the
+        # task a while, and a connection's closure keeps it longer still
+        self.fn, self.args = None, ()
         self.finished.set()
         self._emit(self.signals.ended, outcome)
 
@@ -139,8 +143,11 @@ class TaskGroup(QObject):
         task = Task(fn, args, context, key)
         was_busy = self.busy()
         self._live[task] = (on_done, on_fail, on_end)
-        task.signals.ended.connect(lambda outcome, t=task: self._ended(t, outcome))
+        # a method of the group, not a closure: Qt drops the connection when the group
+        # is deleted (a closed tab, a closed pane), and nothing holds the task in C++
+        task.signals.ended.connect(self._on_ended)
         if on_progress is not None:
+            task.reports_progress = True
             task.signals.progress.connect(
                 lambda f, t=task: None if t.cancelled else on_progress(f))
         if not was_busy:
@@ -148,8 +155,15 @@ class TaskGroup(QObject):
         self.pool.start(task)
         return task
 
+    def _on_ended(self, outcome: tuple[Any, ...]) -> None:
+        signals = self.sender()
+        task = next((t for t in self._live if t.signals is signals), None)
+        if task is not None:  # else dropped already (cancelled before it started)
+            self._ended(task, outcome)
+
     def _ended(self, task: Task, outcome: tuple[Any, ...]) -> None:
         callbacks = self._live.pop(task, None)
+        _release(task)
         if callbacks is not None:
             on_done, on_fail, on_end = callbacks
             try:
@@ -203,3 +217,16 @@ class TaskGroup(QObject):
             if not task.finished.wait(max(0.0, deadline - time.monotonic())):
                 return False
         return True
+
+
+def _release(task: Task) -> None:
+    """Cut the task loose once its outcome arrived: the closures connected to its
+    signals hold the task, its group and the callbacks' captures (a closed
+    document's views) in C++, where Python's collector cannot see the cycle."""
+    task.fn, task.args = None, ()
+    signals = [task.signals.ended] + ([task.signals.progress] if task.reports_progress else [])
+    for signal in signals:
+        try:
+            signal.disconnect()
+        except (RuntimeError, TypeError):  # the signals object is gone already
+            pass

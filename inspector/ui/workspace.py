@@ -39,6 +39,15 @@ from inspector.ui.tasks import TaskGroup
 POOL_THREADS = 4
 
 
+def file_stamp(path: Path) -> tuple[int, int] | None:
+    """(size, mtime in ns) of `path`, None when it is not a readable file."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns)
+
+
 class Document(QObject):
     """One open archive: the Qt-free model (inspector.core.document.ArchiveDoc), the
     background tasks that read it, and the annotations panels put on its programs."""
@@ -55,6 +64,9 @@ class Document(QObject):
         self._shown_program: str | None = None
         self._shapes: dict[str, ProgramShapes] | None = None
         self.closed = False
+        # (size, mtime) of the file when it was read: reopening a changed file
+        # reads it again (what you inspect is what the Run panel loads)
+        self.stamp: tuple[int, int] | None = None
 
     @property
     def shown_program(self) -> str | None:
@@ -170,17 +182,21 @@ class Workspace(QObject):
         (documentOpened or openFailed follows; returns None)."""
         path = Path(path)
         doc = self.find(path)
-        if doc is not None:
+        if doc is not None and doc.stamp == file_stamp(path):
             self.set_current(doc)
             return doc
-        size = path.stat().st_size if path.is_file() else 0
+        if doc is not None:  # changed on disk since it was read: the tab would be stale
+            self.close(doc)
+        stamp = file_stamp(path)  # before reading: a change while reading shows next time
+        size = stamp[0] if stamp else 0
         self._run(self._opening, f"Opening {path.name} ({size / 1e6:.1f} MB)…",
                   open_document, path, program,
-                  on_done=lambda result: self._opened(path, result),
+                  on_done=lambda result: self._opened(path, result, stamp),
                   on_fail=lambda msg, det: self.openFailed.emit(str(path), msg, det))
         return None
 
-    def _opened(self, path: Path, result: tuple[ArchiveDoc, ProgramView | None]) -> None:
+    def _opened(self, path: Path, result: tuple[ArchiveDoc, ProgramView | None],
+                stamp: tuple[int, int] | None = None) -> None:
         model, view = result
         again = self.find(path)
         if again is not None:  # opened twice meanwhile: keep the first
@@ -188,6 +204,7 @@ class Workspace(QObject):
             self.set_current(again)
             return
         doc = Document(model, self.pool, self)
+        doc.stamp = stamp
         if view is not None:
             doc.shown_program = view.name
         self.documents.append(doc)

@@ -26,7 +26,7 @@ from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QHelpEvent, QTextDocument
 from PySide6.QtWidgets import QLabel, QTableWidget, QToolTip
 
-from conftest import ROOT
+ROOT = Path(__file__).resolve().parents[2]  # the checkout (each tests/ folder has a conftest)
 
 HTML_DIR = "m<b>odel</b>&amp;"  # a real folder name: the stack traces carry it
 MODEL = '''

@@ -60,6 +60,7 @@ from inspector.core.run_ranges import (
     run_defaults,
     run_problems,
 )
+from inspector.ui.plain import message_box, shown
 from inspector.ui.device_list import DeviceSource, fill_combo
 from inspector.ui.job_runner import (
     MODES,
@@ -648,11 +649,18 @@ class RunPanel(QWidget):
         self._show_error(message, details)
 
     def confirm_trust(self, message: str) -> bool:
-        answer = QMessageBox.question(
-            self, "Run code from this archive?",
-            f"{message}\n\nLoad it anyway and run it?",
-            QMessageBox.Yes | QMessageBox.No, QMessageBox.No)
-        return answer == QMessageBox.Yes
+        # plain text: the message names records of the archive, which must not be
+        # able to hide this warning behind HTML of their own
+        box = message_box(self, QMessageBox.Icon.Warning, "Run code from this archive?",
+                          f"{message}\n\nLoad it anyway and run it?",
+                          QMessageBox.Yes | QMessageBox.No, QMessageBox.No)
+        box.setObjectName("trustBox")
+        self.trust_box = box  # tests answer it
+        try:
+            return box.exec() == QMessageBox.Yes
+        finally:
+            self.trust_box = None
+            box.deleteLater()
 
     def _on_finished(self) -> None:
         record, self._current = self._current, None
@@ -790,3 +798,7 @@ def _qcolor(color: str):
     from PySide6.QtGui import QBrush, QColor
 
     return QBrush(QColor(color))
+
+
+def _html(text: str) -> str:
+    return shown(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -18,10 +18,20 @@ from inspector.core.annotations import AnnotationLayer
 from inspector.core.frames import Frame, parse_module_stack, parse_stack_trace
 from inspector.core.program import Argument, Graph, Node
 from inspector.ui import settings as keys
+from inspector.ui.plain import shown
 from inspector.ui.widgets.theme import Theme, current_theme
 
 _SHOWN_META = ("stack_trace", "nn_module_stack")
 _MAX_USERS = 200
+# Laying out a megabyte line freezes the window (QTextBrowser): every text from the
+# file is cut, code lines of a stack trace included.
+MAX_CODE = 400
+MAX_TEXT = 600
+
+
+def _show(text: str | None, limit: int = MAX_TEXT) -> str:
+    """File text as HTML: marked (bidi, zero-width), cut, escaped."""
+    return escape(shown(text, limit))
 
 
 class DetailsPane(QWidget):
@@ -49,6 +59,8 @@ class DetailsPane(QWidget):
     def show_message(self, text: str) -> None:
         self.node = None
         self.frames = ()
+        self.users = {}
+        self._label = None  # a closure over the shown view: never keep a closed one
         self.browser.setHtml(f"<p style='color:gray'>{escape(text)}</p>")
 
     def show_node(self, node: Node | None, line: int, users: dict[str, list[int]],
@@ -77,13 +89,13 @@ class DetailsPane(QWidget):
         g = node.graph
         link = t.link.name()
         h: list[str] = [_style(t)]
-        h.append(f"<div class='title'>{escape(self._shown(node.name))}</div>")
-        h.append(f"<div class='target'>{escape(node.target)}</div>")
+        h.append(f"<div class='title'>{_show(self._shown(node.name))}</div>")
+        h.append(f"<div class='target'>{_show(node.target)}</div>")
         h.append(self._breadcrumb(node, link))
         h.append(self._notes(node, t))
         h.append("<h3>Inputs</h3><table>")
         for inp in node.inputs:
-            h.append(f"<tr><td class='k'>{escape(inp.name)}</td><td>{self._arg(inp.arg, g)}</td></tr>")
+            h.append(f"<tr><td class='k'>{_show(inp.name)}</td><td>{self._arg(inp.arg, g)}</td></tr>")
         if not node.inputs:
             h.append("<tr><td class='dim'>none</td></tr>")
         h.append("</table><h3>Outputs</h3><table>")
@@ -94,20 +106,20 @@ class DetailsPane(QWidget):
                 n = len(users)
                 use = (f" <a href='users:{escape(printed)}'>{n} user{'s' if n != 1 else ''}</a>"
                        if n else " <span class='dim'>no users</span>")
-                h.append(f"<tr><td class='k'>{escape(printed)}</td><td>{_meta(g, name)}{use}</td></tr>")
+                h.append(f"<tr><td class='k'>{_show(printed)}</td><td>{_meta(g, name)}{use}</td></tr>")
         h.append("</table>")
         extra = {k: v for k, v in node.metadata.items() if k not in _SHOWN_META}
         if extra:
             h.append("<h3>Metadata</h3><table>")
             for k, v in sorted(extra.items()):
-                h.append(f"<tr><td class='k'>{escape(k)}</td><td><code>{escape(v[:600])}</code></td></tr>")
+                h.append(f"<tr><td class='k'>{_show(k)}</td><td><code>{_show(v)}</code></td></tr>")
             h.append("</table>")
         h.append(self._trace())
         users_all = sorted({u for lst in self.users.values() for u in lst})
         if users_all:
             h.append(f"<h3>Users ({len(users_all)})</h3><div>")
             for u in users_all[:_MAX_USERS]:
-                h.append(f"<a href='line:{u}'>{escape(self._label(u))}</a><br>")
+                h.append(f"<a href='line:{u}'>{_show(self._label(u))}</a><br>")
             if len(users_all) > _MAX_USERS:
                 h.append(f"<span class='dim'>… {len(users_all) - _MAX_USERS} more</span>")
             h.append("</div>")
@@ -143,18 +155,18 @@ class DetailsPane(QWidget):
             else:
                 label = e.path or "(root)"
             prev = e.path
-            parts.append(f"<a href='module:{escape(e.path)}' title='{escape(e.cls)}'>{escape(label)}</a>"
-                         f"<span class='dim'>:{escape(e.class_name)}</span>")
+            parts.append(f"<a href='module:{escape(e.path)}' title='{_show(e.cls)}'>{_show(label)}</a>"
+                         f"<span class='dim'>:{_show(e.class_name)}</span>")
         return "<div class='crumb'>" + " › ".join(parts) + "</div>"
 
     def _arg(self, arg: Argument, g: Graph) -> str:
         names = arg.tensor_names()
         if names:
-            return ", ".join(f"<a href='def:{escape(self._shown(n))}'>{escape(self._shown(n))}</a>"
+            return ", ".join(f"<a href='def:{escape(self._shown(n))}'>{_show(self._shown(n))}</a>"
                              f" {_meta(g, n)}" for n in names)
         from inspector.core.listing import _arg_text  # the listing's own rendering
 
-        return f"<code>{escape(_arg_text(arg))}</code>"
+        return f"<code>{_show(_arg_text(arg), 4 * MAX_TEXT)}</code>"
 
     def _trace(self) -> str:
         frames = self.frames
@@ -177,9 +189,9 @@ class DetailsPane(QWidget):
                 rows.append(f"<div class='dim'>⋯ {folded} library frame{'s' if folded > 1 else ''}</div>")
                 folded = 0
             cls = "frame user" if f.is_user else "frame lib"
-            rows.append(f"<div class='{cls}'><a href='frame:{i}'>{escape(_short(f.file))}:{f.line}</a>"
-                        f" <span class='dim'>in {escape(f.function)}</span>"
-                        + (f"<br><code>{escape(f.code)}</code>" if f.code else "") + "</div>")
+            rows.append(f"<div class='{cls}'><a href='frame:{i}'>{_show(_short(f.file))}:{f.line}</a>"
+                        f" <span class='dim'>in {_show(f.function)}</span>"
+                        + (f"<br><code>{_show(f.code, MAX_CODE)}</code>" if f.code else "") + "</div>")
         if folded:
             rows.append(f"<div class='dim'>⋯ {folded} library frame{'s' if folded > 1 else ''}</div>")
         return head + "".join(rows)
@@ -219,11 +231,11 @@ def _short(path: str) -> str:
 def _meta(g: Graph, name: str) -> str:
     m = g.tensor_values.get(name)
     if m is not None:
-        return (f"<span class='meta'>{escape(m.dtype_name)} {escape(m.shape_text())}"
-                f" on {escape(str(m.device))}</span>")
+        return (f"<span class='meta'>{_show(m.dtype_name)} {_show(m.shape_text())}"
+                f" on {_show(str(m.device))}</span>")
     for table in (g.sym_int_values, g.sym_float_values, g.sym_bool_values):
         if name in table:
-            return f"<span class='meta'>Sym({escape(str(table[name]))})</span>"
+            return f"<span class='meta'>Sym({_show(str(table[name]))})</span>"
     return ""
 
 

@@ -10,6 +10,7 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QColor, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTreeWidget, QTreeWidgetItem, QWidget
 
+from inspector.ui.plain import plain_tip, shown
 from inspector.core.audit import ERROR, INFO, RULE_TITLES, RULES, WARNING, Finding
 from inspector.ui.widgets.plain import WrappingDelegate
 
@@ -67,7 +68,7 @@ class FindingsTree(QTreeWidget):
             title = f"{RULE_TITLES.get(rule, rule)}  ({len(items)})"
             # the severities as the tooltip: the Where column stays narrow (line numbers)
             top = QTreeWidgetItem([title, ""])
-            top.setToolTip(0, f"{html(title)}<br>{html(summary)}")
+            top.setToolTip(0, plain_tip(f"{title}\n{summary}"))
             top.setIcon(0, self._icons[worst])
             font = top.font(0)
             font.setBold(True)
@@ -81,7 +82,7 @@ class FindingsTree(QTreeWidget):
             for group, members in groups.items():
                 parent = top
                 if group and len(groups) > 1 or group and len(members) > 3:
-                    parent = QTreeWidgetItem([f"{group}  ({len(members)})"])
+                    parent = QTreeWidgetItem([f"{shown(group, 300)}  ({len(members)})"])
                     top.addChild(parent)
                 for f in members:
                     parent.addChild(self._leaf(f))
@@ -91,7 +92,7 @@ class FindingsTree(QTreeWidget):
         # Docks are narrow: the node names the finding, the message is one click away.
         label = f"{f.program} · {f.node}" if f.node else first_clause(f.message)
         where = f"line {f.line + 1}" if f.line is not None else (f.program or "archive")
-        item = QTreeWidgetItem([label, where])
+        item = QTreeWidgetItem([shown(label, 300), where])
         item.setIcon(0, self._icons.get(f.severity, QIcon()))
         tip = f"<b>{f.severity}</b>: {html(f.message)}"
         if f.fix:
@@ -99,7 +100,7 @@ class FindingsTree(QTreeWidget):
         if f.source:
             tip += f"<br><b>Source:</b> {html(f.source)}"
         item.setToolTip(0, tip)
-        item.setToolTip(1, f.source or "")
+        item.setToolTip(1, plain_tip(f.source))
         item.setData(0, FINDING_ROLE, f)
         return item
 
@@ -153,4 +154,5 @@ def first_clause(message: str) -> str:
 
 
 def html(text: str | None) -> str:
-    return (text or "").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """File text inside a rich tooltip: marked (bidi, zero-width), cut, escaped."""
+    return shown(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -7,8 +7,8 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHeaderView, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from inspector.core.annotations import Heat
+from inspector.ui.plain import plain_tip, shown
 from inspector.core.document import ProgramView
-from inspector.ui.widgets.plain import plain_tooltip
 from inspector.ui.widgets.share_bar import SHARE_ROLE, ShareBarDelegate
 
 PATH_ROLE = Qt.ItemDataRole.UserRole
@@ -104,10 +104,10 @@ class ModuleTree(QWidget):
                     parent, parent_path = self._items[""], ""
                 label = path[len(parent_path) + 1:] if parent is not None and parent_path else path
                 label = label or "(root)"
-                item = QTreeWidgetItem([label, info.cls, f"{totals.get(path, 0):,}"])
+                item = QTreeWidgetItem([shown(label, 300), shown(info.cls, 300), f"{totals.get(path, 0):,}"])
                 item.setData(0, PATH_ROLE, path)
-                item.setToolTip(0, plain_tooltip(path or "(root)"))
-                item.setToolTip(1, plain_tooltip(info.cls))
+                item.setToolTip(0, plain_tip(path or "(root)"))
+                item.setToolTip(1, plain_tip(info.cls))
                 item.setTextAlignment(2, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 if parent is None:
                     self.tree.addTopLevelItem(item)

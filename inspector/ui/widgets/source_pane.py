@@ -24,10 +24,16 @@ from PySide6.QtWidgets import (
 from pygments.lexers.python import PythonLexer
 
 from inspector.core.frames import Frame
+from inspector.core.text import mark_invisible
+from inspector.ui.plain import ElidedLabel, plain_tip, shown
+from inspector.ui.tasks import TaskGroup
 from inspector.ui.widgets.highlight import _category
 from inspector.ui.widgets.theme import Theme, code_font, current_theme
 
 MAX_SOURCE_BYTES = 8 * 1024 * 1024
+# Lexing is pure Python (pygments, ~7 s per MB): bigger files are shown uncoloured,
+# smaller ones are lexed off the GUI thread and coloured when the spans arrive.
+MAX_LEX_BYTES = 512 * 1024
 
 
 _SOURCE_SUFFIXES = (".py", ".pyi", ".pyx")
@@ -36,48 +42,60 @@ _SYSTEM_ROOTS = ("/proc/", "/sys/", "/dev/")
 
 def read_source(path: str) -> str | None:
     """The file's text, or None when it is not a readable Python source file
-    here. The path comes from the archive: only Python sources are opened, never
-    /proc-like pseudo files (`/proc/self/environ` is a "regular file")."""
+    here. The path comes from the archive: only Python sources are opened (the
+    suffix of the resolved target: `x.py` linking to a key file is not one), never
+    /proc-like pseudo files (`/proc/self/environ` is a "regular file"). Bidi,
+    zero-width and control characters are marked (core/text.py), as everywhere."""
     try:
         p = Path(path)
-        if p.suffix.lower() not in _SOURCE_SUFFIXES or str(p.resolve()).startswith(_SYSTEM_ROOTS):
+        real = p.resolve()
+        if (p.suffix.lower() not in _SOURCE_SUFFIXES or real.suffix.lower() not in _SOURCE_SUFFIXES
+                or str(real).startswith(_SYSTEM_ROOTS)):
             return None
-        if not p.is_file() or p.stat().st_size > MAX_SOURCE_BYTES:
+        if not real.is_file() or real.stat().st_size > MAX_SOURCE_BYTES:
             return None
-        return p.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        return mark_invisible(real.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ValueError):  # ValueError: a NUL in the recorded path
         return None
+
+
+Spans = dict[int, list[tuple[int, int, str]]]
+
+
+def lex_spans(text: str) -> Spans:
+    """Token spans per line (line -> [(start, end, category)]): the whole file is
+    lexed at once so multi-line strings stay right. Pure Python: runs off the GUI thread."""
+    import bisect
+
+    spans: Spans = {}
+    starts = [0]
+    for i, c in enumerate(text):
+        if c == "\n":
+            starts.append(i + 1)
+    for pos, ttype, value in PythonLexer().get_tokens_unprocessed(text):
+        cat = _category(ttype)
+        if not cat or cat == "operator":
+            continue
+        end = pos + len(value)
+        line = bisect.bisect_right(starts, pos) - 1
+        while pos < end and line < len(starts):
+            line_end = starts[line + 1] - 1 if line + 1 < len(starts) else len(text)
+            seg_end = min(end, line_end)
+            if seg_end > pos:
+                spans.setdefault(line, []).append((pos - starts[line], seg_end - starts[line], cat))
+            line += 1
+            pos = starts[line] if line < len(starts) else end
+    return spans
 
 
 class _Highlighter(QSyntaxHighlighter):
     def __init__(self, doc, theme: Theme) -> None:
         super().__init__(doc)
         self.theme = theme
-        self.spans: dict[int, list[tuple[int, int, str]]] = {}
+        self.spans: Spans = {}
 
     def set_text_spans(self, text: str) -> None:
-        # lex the whole file once (multi-line strings stay right), split per line
-        spans: dict[int, list[tuple[int, int, str]]] = {}
-        starts = [0]
-        for i, c in enumerate(text):
-            if c == "\n":
-                starts.append(i + 1)
-        import bisect
-
-        for pos, ttype, value in PythonLexer().get_tokens_unprocessed(text):
-            cat = _category(ttype)
-            if not cat or cat == "operator":
-                continue
-            end = pos + len(value)
-            line = bisect.bisect_right(starts, pos) - 1
-            while pos < end and line < len(starts):
-                line_end = starts[line + 1] - 1 if line + 1 < len(starts) else len(text)
-                seg_end = min(end, line_end)
-                if seg_end > pos:
-                    spans.setdefault(line, []).append((pos - starts[line], seg_end - starts[line], cat))
-                line += 1
-                pos = starts[line] if line < len(starts) else end
-        self.spans = spans
+        self.spans = lex_spans(text)
 
     def highlightBlock(self, text: str) -> None:  # noqa: N802
         for s, e, cat in self.spans.get(self.currentBlock().blockNumber(), ()):
@@ -100,7 +118,8 @@ class SourcePane(QWidget):
         lay.setSpacing(0)
         bar = QHBoxLayout()
         bar.setContentsMargins(6, 3, 6, 3)
-        self.header = QLabel("No frame selected", self)
+        # plain, elided: the file name and function come from the archive
+        self.header = ElidedLabel("No frame selected", self)
         self.header.setObjectName("sourceHeader")
         self.header.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.nodes_label = QLabel("", self)
@@ -129,46 +148,72 @@ class SourcePane(QWidget):
         # a click on the line already under the cursor moves nothing: catch it too
         self.editor.viewport().installEventFilter(self)
         lay.addWidget(self.editor, 1)
-        self.highlighter = _Highlighter(self.editor.document(), self.theme)
+        self.highlighter = _Highlighter(self, self.theme)  # attached once spans are known
+        self._lexing = TaskGroup(None, self)  # its own thread: lexing is slow Python
         self.frame: Frame | None = None
         self.missing = False
         self._file: str | None = None
+        self._shown_text = ""
         self._quiet = False
 
     def show_frame(self, frame: Frame) -> None:
         self.frame = frame
-        text = read_source(frame.file)
+        same = not self.missing and self._file is not None and self._file == frame.file
+        text = None if same else read_source(frame.file)  # read once per file, not per click
+        where = f"{_name(frame.file)}:{frame.line}"
         self._quiet = True
         try:
-            if text is None:
+            if not same and text is None:
                 self.missing = True
                 self._file = None
-                self.header.setText(f"<b>{_name(frame.file)}</b>:{frame.line} — "
-                                    f"<span style='color:#cf222e'>file not found on this machine</span>")
-                self.header.setToolTip(frame.file)
-                self.highlighter.spans = {}
+                self._set_text("", lex=False)
+                self.header.setText(f"{where} — file not found on this machine")
+                self.header.setToolTip(plain_tip(frame.file))
                 self.editor.setPlainText(
-                    f"# {frame.file} is not on this machine.\n"
-                    f"# The stack trace recorded line {frame.line} (in {frame.function}):\n\n"
-                    f"{frame.code or '(no code line recorded)'}\n")
+                    f"# {shown(frame.file)} is not on this machine.\n"
+                    f"# The stack trace recorded line {frame.line} (in {shown(frame.function)}):\n\n"
+                    f"{shown(frame.code, 4000) or '(no code line recorded)'}\n")
                 self._mark(3)
                 return
             self.missing = False
-            self.header.setText(f"<b>{_name(frame.file)}</b>:{frame.line} "
-                                f"<span style='color:gray'>in {frame.function}</span>")
-            self.header.setToolTip(frame.file)
-            if self._file != frame.file:
-                self.highlighter.set_text_spans(text)
-                self.editor.setPlainText(text)
+            self.header.setText(f"{where} in {frame.function}")
+            self.header.setToolTip(plain_tip(frame.file))
+            if not same:
+                self._set_text(text, lex=len(text) <= MAX_LEX_BYTES)
                 self._file = frame.file
             self._mark(frame.line - 1)
         finally:
             self._quiet = False
-        self.sourceLineSelected.emit(frame.file, frame.line)
+        # the marked line, inside the file (a recorded 2**64 does not fit the signal)
+        self.sourceLineSelected.emit(frame.file, self.marked_line())
+
+    def _set_text(self, text: str, lex: bool) -> None:
+        """Show `text` at once, uncoloured; colour it when its spans arrive."""
+        self.highlighter.setDocument(None)  # no per-block pass while the text is set
+        self.highlighter.spans = {}
+        self.editor.setPlainText(text)
+        self._shown_text = text
+        if lex and text:
+            self._lexing.start(lex_spans, text, key="lex",
+                               on_done=lambda spans, t=text: self._spans_ready(t, spans))
+        else:
+            self._lexing.cancel()
+
+    def _spans_ready(self, text: str, spans: Spans) -> None:
+        if text is not self._shown_text:
+            return  # another file meanwhile
+        try:
+            document = self.editor.document()
+        except RuntimeError:  # the pane was closed while its file was being lexed
+            return
+        self.highlighter.spans = spans
+        self.highlighter.setDocument(document)  # rehighlights
+        if self.frame is not None and not self.missing:
+            self._mark_only(self.editor.textCursor().blockNumber())
 
     def _mark(self, block_number: int) -> None:
         doc = self.editor.document()
-        block = doc.findBlockByNumber(max(0, block_number))
+        block = doc.findBlockByNumber(_clamp(block_number, doc.blockCount()))
         cursor = QTextCursor(block)
         self.editor.setTextCursor(cursor)
         self.editor.centerCursor()
@@ -200,7 +245,8 @@ class SourcePane(QWidget):
         sel = QTextEdit.ExtraSelection()
         sel.format.setBackground(QColor(self.theme.related_line))
         sel.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
-        sel.cursor = QTextCursor(self.editor.document().findBlockByNumber(block_number))
+        doc = self.editor.document()
+        sel.cursor = QTextCursor(doc.findBlockByNumber(_clamp(block_number, doc.blockCount())))
         self.editor.setExtraSelections([sel])
 
     def set_node_count(self, count: int, position: int = 0) -> None:
@@ -237,3 +283,8 @@ class SourcePane(QWidget):
 
 def _name(path: str) -> str:
     return path.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def _clamp(block: int, count: int) -> int:
+    """A recorded line number may be anything (2**64): stay inside the document."""
+    return min(max(0, block), max(0, count - 1))

@@ -18,6 +18,7 @@ from inspector.core.search import SearchError, SearchResult, parse_query
 from inspector.core.document import ProgramView
 from inspector.core.shapes import symbol_tooltip
 from inspector.ui.widgets.compiled_view import CompiledModelView
+from inspector.ui.plain import ElidedLabel
 from inspector.ui.widgets.listing_view import ListingView
 from inspector.ui.widgets.search_bar import SearchBar
 from inspector.ui.workspace import Document
@@ -51,7 +52,7 @@ class ArchiveTab(QWidget):
         self.programs.setToolTip("Program in this archive (Ctrl+PgUp / Ctrl+PgDown)")
         self.programs.addItems(doc.program_names)
         self.programs.currentTextChanged.connect(self._program_picked)
-        self.info = QLabel("", self)
+        self.info = ElidedLabel("", self)  # plain, elided: torch_version comes from the file
         self.info.setObjectName("programInfo")
         top.addWidget(self.program_label)
         top.addWidget(self.programs)

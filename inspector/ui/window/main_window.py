@@ -35,6 +35,7 @@ from inspector.core.annotations import AnnotationLayer, Mark
 from inspector.core.document import ProgramView
 from inspector.core.frames import parse_stack_trace
 from inspector.ui import settings as keys
+from inspector.ui.plain import ElidedLabel, message_box, plain_label
 from inspector.ui.widgets.details_pane import DetailsPane
 from inspector.ui.widgets.module_tree import ModuleTree
 from inspector.ui.widgets.side_tables import SideTables
@@ -122,8 +123,9 @@ class MainWindow(QMainWindow):
         for d in (self.dock_details, self.dock_source, self.dock_tables):
             d.setMinimumSize(QSize(220, 90))
 
-        self.status_label = QLabel("Open a .pt2 archive (Ctrl+O) or drop one here", self)
-        self.cursor_label = QLabel("", self)
+        # plain text, elided: program and file names come from the archive
+        self.status_label = ElidedLabel("Open a .pt2 archive (Ctrl+O) or drop one here", self)
+        self.cursor_label = plain_label(QLabel("", self))
         self.progress = QProgressBar(self)
         self.progress.setRange(0, 0)  # busy: parsing has no meaningful fraction
         self.progress.setMaximumWidth(160)
@@ -134,6 +136,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.cursor_label)
 
         ws.documentOpened.connect(self._opened)
+        ws.documentClosed.connect(self._closed)  # also a stale document on reopen
         ws.currentChanged.connect(self._current_changed)
         ws.programLoaded.connect(self._program_loaded)
         ws.programIndexed.connect(self._completed)
@@ -279,11 +282,10 @@ class MainWindow(QMainWindow):
 
     def _failed(self, path: Path, message: str, details: str) -> None:
         self.status_label.setText(f"Could not open {path.name}")
-        box = QMessageBox(QMessageBox.Icon.Warning, "Cannot open archive", message,
-                          QMessageBox.StandardButton.Ok, self)
+        # plain text: the message quotes entry names and archive_format from the file
+        box = message_box(self, QMessageBox.Icon.Warning, "Cannot open archive", message,
+                          informative=str(path), details=details)
         box.setObjectName("openErrorBox")
-        box.setInformativeText(str(path))
-        box.setDetailedText(details)
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         self.last_error = box
         box.open()  # window-modal, does not block the event loop
@@ -314,6 +316,8 @@ class MainWindow(QMainWindow):
 
     def close_tab(self, index: int) -> None:
         tab = self.tabs.widget(index)
+        # first: the details pane holds the node and a closure over the closed view
+        self.details.show_message("No node selected.")
         self.tabs.removeTab(index)
         if isinstance(tab, ArchiveTab):
             self._history = [h for h in self._history if h[0] is not tab]
@@ -324,6 +328,11 @@ class MainWindow(QMainWindow):
             tab.shutdown()
             tab.deleteLater()
         self._update_empty()
+
+    def _closed(self, doc: Document) -> None:
+        tab = self._tab_of(doc)
+        if tab is not None:
+            self.close_tab(self.tabs.indexOf(tab))
 
     def _update_empty(self) -> None:
         empty = self.tabs.count() == 0

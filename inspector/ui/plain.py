@@ -1,0 +1,94 @@
+"""Text from a file, shown in Qt widgets exactly as written.
+
+QLabel, QMessageBox and tooltips guess whether a string is HTML
+(Qt::mightBeRichText): a name like `<img src=/x.png width=900>` from an archive
+would render, load local images, grow the window, or carry a link the desktop
+opens. Everything from a file goes through these helpers instead:
+
+- `plain_label(label)` / `ElidedLabel`: Qt.PlainText; the elided one never asks for
+  more width than it gets (a crafted program name cannot grow the window);
+- `plain_tip(text)`: a tooltip that is rich text on purpose, fully escaped;
+- `message_box(...)`: a QMessageBox instance whose every label is plain text (the
+  static helpers, QMessageBox.question & co, guess rich text);
+- every one marks bidi, zero-width and control characters (core/text.py).
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QResizeEvent
+from PySide6.QtWidgets import QLabel, QMessageBox, QSizePolicy, QWidget
+
+from inspector.core.text import mark_invisible
+
+# A tooltip or label longer than this is cut: laying out a megabyte line freezes Qt.
+MAX_SHOWN = 2000
+
+
+def shown(text: str | None, limit: int = MAX_SHOWN) -> str:
+    """`text` as the window shows it: invisible characters marked, cut at `limit`."""
+    text = mark_invisible(text or "")
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text) - limit:,} more characters)"
+
+
+def plain_tip(text: str | None, limit: int = MAX_SHOWN) -> str:
+    """A tooltip showing `text` literally (rich on purpose, fully escaped)."""
+    return "<p style='white-space:pre-wrap'>" + escape(shown(text, limit)) + "</p>" if text else ""
+
+
+def plain_label(label: QLabel) -> QLabel:
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    label.setOpenExternalLinks(False)
+    return label
+
+
+class ElidedLabel(QLabel):
+    """A one-line plain-text label that elides at the end instead of growing."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        plain_label(self)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.setMinimumWidth(1)
+        self._full = ""
+        self.setText(text)
+
+    def setText(self, text: str) -> None:  # noqa: N802 - Qt's name
+        self._full = shown(text).replace("\n", " ")
+        self._elide()
+
+    def full_text(self) -> str:
+        return self._full
+
+    def _elide(self) -> None:
+        width = max(self.width(), 1)
+        super().setText(self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, width))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self._elide()
+
+
+def message_box(parent: QWidget | None, icon: QMessageBox.Icon, title: str, text: str,
+                buttons: QMessageBox.StandardButton = QMessageBox.StandardButton.Ok,
+                default: QMessageBox.StandardButton | None = None, informative: str = "",
+                details: str = "") -> QMessageBox:
+    """A message box that shows file text as plain text (its labels never guess HTML)."""
+    box = QMessageBox(parent)
+    box.setIcon(icon)
+    box.setWindowTitle(title)
+    box.setTextFormat(Qt.TextFormat.PlainText)
+    box.setText(shown(text))
+    if informative:
+        box.setInformativeText(shown(informative))
+    if details:
+        box.setDetailedText(mark_invisible(details))  # a QTextEdit with plain text
+    box.setStandardButtons(buttons)
+    if default is not None:
+        box.setDefaultButton(default)
+    for label in box.findChildren(QLabel):  # the informative label has its own format
+        if label.text():
+            plain_label(label)  # also no links handed to the desktop
+    return box

@@ -1,0 +1,201 @@
+"""The window on hostile or big file content (issue 18): no freeze on a megabyte code
+line, no big file read and lexed on the GUI thread, no `*.py` link to another file
+read, invisible characters marked, closed archives freed, a changed file re-read.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import weakref
+from pathlib import Path
+
+import orjson
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "security"))
+
+from hostile_corpus import PROGRAM, Base, _many_nodes, export_base_archive  # noqa: E402
+
+from inspector.core.frames import Frame  # noqa: E402
+from inspector.ui.widgets import source_pane as sp  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Base:
+    return Base.load(export_base_archive(tmp_path_factory.mktemp("harden") / "m.pt2"))
+
+
+def _with_trace(base: Base, trace: str) -> bytes:
+    doc = base.json()
+    for node in doc["graph_module"]["graph"]["nodes"]:
+        node["metadata"]["stack_trace"] = trace
+    return base.with_program(doc)
+
+
+def test_megabyte_code_line_is_cut_in_the_details(qtbot, window, open_wait, base: Base,
+                                                  tmp_path: Path) -> None:
+    code = "x = " + "A" * 1_000_000
+    path = tmp_path / "long.pt2"
+    path.write_bytes(_with_trace(base, f'File "/nowhere/m.py", line 3, in forward\n    {code}\n'))
+    tab = open_wait(path)
+    line = next(i for i, n in enumerate(tab.view.listing.line_nodes) if n is not None)
+    tab.listing.set_current_line(line)
+    shown = window.details.plain_text()
+    assert "x = AAAA" in shown  # the code line is there ...
+    assert len(shown) < 20_000  # ... cut: laying out 1 MB froze the window for minutes
+    window.source.show_frame(window.details.frames[-1])  # the missing-file text is cut too
+    assert len(window.source.editor.toPlainText()) < 20_000
+
+
+def test_source_pane_reads_python_only_by_its_target(tmp_path: Path) -> None:
+    secret = tmp_path / "id_rsa"
+    secret.write_text("-----BEGIN PRIVATE KEY-----\n")
+    link = tmp_path / "innocent.py"
+    link.symlink_to(secret)
+    assert sp.read_source(str(link)) is None  # the link's suffix is .py, its target's is not
+    real = tmp_path / "real.py"
+    real.write_text("x = 1\n")
+    ok_link = tmp_path / "ok.py"
+    ok_link.symlink_to(real)
+    assert sp.read_source(str(ok_link)) == "x = 1\n"
+
+
+def test_source_pane_marks_invisible_characters(qtbot, tmp_path: Path) -> None:
+    src = tmp_path / "trojan.py"
+    src.write_text('access = "user\u202e \u2066# admin\u2069 \u2066"\nname\u200b = 1\n')
+    pane = sp.SourcePane()
+    qtbot.addWidget(pane)
+    pane.show_frame(Frame(str(src), 1, "f", "", True))
+    text = pane.editor.toPlainText()
+    assert "\u202e" not in text and "\u200b" not in text
+    assert "\\u202e" in text and "\\u200b" in text
+    assert pane.editor.document().blockCount() == 3  # line numbers unchanged
+
+
+def test_big_source_file_is_not_lexed_on_the_gui_thread(qtbot, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A torch-sized file (2 MB) shows at once, uncoloured; a small one is lexed on
+    the pane's worker thread and coloured when the spans arrive."""
+    import threading
+
+    threads: list[str] = []
+    real_lex = sp.lex_spans
+
+    def spy(text: str):
+        threads.append(threading.current_thread().name)
+        return real_lex(text)
+
+    monkeypatch.setattr(sp, "lex_spans", spy)
+    big = tmp_path / "big.py"
+    big.write_text("def f(x):\n    return x + 1  # comment\n" * 50_000)  # ~2 MB
+    assert big.stat().st_size > sp.MAX_LEX_BYTES
+    pane = sp.SourcePane()
+    qtbot.addWidget(pane)
+    pane.show_frame(Frame(str(big), 40_000, "f", "", True))
+    assert pane.marked_line() == 40_000
+    qtbot.wait(300)
+    assert threads == [] and pane.highlighter.document() is None  # shown, never lexed
+
+    small = tmp_path / "small.py"
+    small.write_text('"""doc\nstring"""\ndef f(x):\n    return x\n')
+    pane.show_frame(Frame(str(small), 3, "f", "", True))
+    qtbot.waitUntil(lambda: pane.highlighter.document() is not None, timeout=10000)
+    assert threads and threading.main_thread().name not in threads
+    assert pane.highlighter.spans.get(1)  # the multi-line string's second line is coloured
+    # clicking other lines of the same file neither re-reads nor re-lexes it
+    monkeypatch.setattr(sp, "read_source", lambda p: pytest.fail("read again"))
+    pane.show_frame(Frame(str(small), 4, "f", "", True))
+    assert pane.marked_line() == 4 and len(threads) == 1
+
+
+def test_huge_recorded_line_number_stays_in_the_file(qtbot, tmp_path: Path) -> None:
+    src = tmp_path / "m.py"
+    src.write_text("a = 1\nb = 2\n")
+    pane = sp.SourcePane()
+    qtbot.addWidget(pane)
+    pane.show_frame(Frame(str(src), 2**64, "f", "", True))  # OverflowError before
+    assert pane.marked_line() == 3  # the last block
+
+
+def test_reopening_a_changed_file_reads_it_again(qtbot, window, open_wait, base: Base,
+                                                 tmp_path: Path) -> None:
+    path = tmp_path / "m.pt2"
+    doc = base.json()
+    doc["torch_version"] = "2.0.0-first"
+    path.write_bytes(base.with_program(doc))
+    tab = open_wait(path)
+    assert "2.0.0-first" in tab.info.full_text()
+    window.open_archive(path)  # unchanged: the same tab, nothing read
+    assert window.current_tab() is tab and not window.workspace.is_busy()
+    doc["torch_version"] = "2.0.0-second"
+    path.write_bytes(base.with_program(doc))
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))  # a visible change
+    tab2 = open_wait(path)
+    assert window.tabs.count() == 1 and tab2 is not tab
+    assert "2.0.0-second" in tab2.info.full_text()  # what you inspect is what runs
+
+
+# ---------------------------------------------------------------- lifetime
+
+NODES = 20_000
+
+
+@pytest.fixture(scope="module")
+def big_archive(base: Base, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("big") / "big.pt2"
+    out.write_bytes(_many_nodes(base, NODES))
+    return out
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+def _close_all(qtbot, window) -> None:
+    while window.tabs.count():
+        window.close_tab(0)
+    window.pool.waitForDone(30000)
+    for _ in range(5):  # deleteLater, the archive release, release_frozen
+        qtbot.wait(20)
+    gc.unfreeze()  # the window freezes what survived a load (core/document.py)
+    gc.collect()
+
+
+def test_closing_a_tab_during_indexing(qtbot, window, big_archive: Path) -> None:
+    with qtbot.waitSignal(window.archiveOpened, timeout=60000):
+        window.open_archive(big_archive)
+    assert window.workspace.is_busy()  # the search index is being built
+    window.close_tab(window.tabs.currentIndex())  # pytest-qt fails on an error in a slot
+    with qtbot.waitSignal(window.loadsFinished, timeout=60000, raising=False):
+        pass
+    _close_all(qtbot, window)
+    assert window.tabs.count() == 0 and not window.workspace.documents
+
+
+def test_closed_archives_are_freed(qtbot, window, big_archive: Path) -> None:
+    """Ten opens and closes of a big archive: memory returns near the first close and
+    the closed view is collected (400 MB per 100k nodes stayed before)."""
+    views: list[weakref.ref] = []
+    rss: list[float] = []
+    opened: list[float] = []
+    for _ in range(10):
+        with qtbot.waitSignal(window.loadsFinished, timeout=60000):
+            window.open_archive(big_archive)
+        tab = window.current_tab()
+        assert tab.view.node_count >= NODES
+        tab.listing.set_current_line(len(tab.view.listing) // 2)  # details + modules follow
+        views.append(weakref.ref(tab.view))
+        opened.append(_rss_mb())
+        del tab
+        _close_all(qtbot, window)
+        rss.append(_rss_mb())
+    alive = [i for i, v in enumerate(views) if v() is not None]
+    per_open = opened[0] - rss[0] if opened[0] > rss[0] else 1.0
+    print(f"rss after each close (MB): {[round(r) for r in rss]}; one open adds {per_open:.0f} MB")
+    assert not alive, f"closed views {alive} still alive: " + repr(
+        [type(r).__name__ for r in gc.get_referrers(views[alive[0]]())][:5])
+    assert rss[-1] - rss[0] < max(60.0, per_open), rss
