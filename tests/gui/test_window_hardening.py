@@ -199,3 +199,24 @@ def test_closed_archives_are_freed(qtbot, window, big_archive: Path) -> None:
     assert not alive, f"closed views {alive} still alive: " + repr(
         [type(r).__name__ for r in gc.get_referrers(views[alive[0]]())][:5])
     assert rss[-1] - rss[0] < max(60.0, per_open), rss
+
+
+def test_source_pane_finds_another_machines_path_here(qtbot) -> None:
+    """A trace recorded on the exporting machine (another venv, or torch's own
+    relative paths) opens this machine's copy of the same package file (issue 16)."""
+    import importlib.util
+
+    torch_dir = Path(importlib.util.find_spec("torch").origin).parent
+    local = torch_dir / "nn" / "modules" / "linear.py"
+    line = next(i for i, t in enumerate(local.read_text().splitlines(), 1)
+                if "def forward" in t)
+    pane = sp.SourcePane()
+    qtbot.addWidget(pane)
+    for recorded in ("/home/someone/venv/lib/python3.11/site-packages/torch/nn/modules/linear.py",
+                     "torch/nn/modules/linear.py"):
+        pane.show_frame(Frame(recorded, line, "forward", "", False))
+        assert not pane.missing, recorded
+        assert pane.editor.toPlainText() == sp.read_source(str(local)), recorded
+        assert pane.marked_line() == line
+    pane.show_frame(Frame("/nowhere/else/model.py", 3, "forward", "y = x", True))
+    assert pane.missing  # not a package path: still said to be missing

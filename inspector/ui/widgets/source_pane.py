@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 from pygments.lexers.python import PythonLexer
 
 from inspector.core.frames import Frame
+from inspector.core.sources import SourceResolver
 from inspector.core.text import mark_invisible
 from inspector.ui.plain import ElidedLabel, plain_tip, shown
 from inspector.ui.tasks import TaskGroup
@@ -113,6 +114,7 @@ class SourcePane(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.theme = current_theme()
+        self._sources = SourceResolver()  # recorded path -> this machine's file (cached)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(0)
@@ -159,7 +161,10 @@ class SourcePane(QWidget):
     def show_frame(self, frame: Frame) -> None:
         self.frame = frame
         same = not self.missing and self._file is not None and self._file == frame.file
-        text = None if same else read_source(frame.file)  # read once per file, not per click
+        # the recorded path may be the exporting machine's (another venv, a relative
+        # torch/ path): the same package's file here is what we show
+        local = self._sources.resolve(frame.file) or frame.file
+        text = None if same else read_source(local)  # read once per file, not per click
         where = f"{_name(frame.file)}:{frame.line}"
         self._quiet = True
         try:
@@ -177,7 +182,8 @@ class SourcePane(QWidget):
                 return
             self.missing = False
             self.header.setText(f"{where} in {frame.function}")
-            self.header.setToolTip(plain_tip(frame.file))
+            self.header.setToolTip(plain_tip(frame.file if local == frame.file
+                                             else f"recorded: {frame.file}\nshown: {local}"))
             if not same:
                 self._set_text(text, lex=len(text) <= MAX_LEX_BYTES)
                 self._file = frame.file
