@@ -45,13 +45,17 @@ def plain_label(label: QLabel) -> QLabel:
 
 
 class ElidedLabel(QLabel):
-    """A one-line plain-text label that elides at the end instead of growing."""
+    """A one-line plain-text label that elides to the width it gets instead of
+    growing (a crafted program name cannot widen the window), with the whole text
+    as its tooltip when cut."""
 
-    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+    def __init__(self, text: str = "", parent: QWidget | None = None,
+                 mode: Qt.TextElideMode = Qt.TextElideMode.ElideRight) -> None:
         super().__init__(parent)
         plain_label(self)
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.setMinimumWidth(1)
+        self._mode = mode
         self._full = ""
         self.setText(text)
 
@@ -59,12 +63,15 @@ class ElidedLabel(QLabel):
         self._full = shown(text).replace("\n", " ")
         self._elide()
 
+    set_full_text = setText
+
     def full_text(self) -> str:
         return self._full
 
     def _elide(self) -> None:
-        width = max(self.width(), 1)
-        super().setText(self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, width))
+        cut = self.fontMetrics().elidedText(self._full, self._mode, max(self.width(), 1))
+        super().setText(cut)
+        self.setToolTip(plain_tip(self._full) if cut != self._full else "")
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802
         super().resizeEvent(event)

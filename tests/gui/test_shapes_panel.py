@@ -321,7 +321,7 @@ def test_text_from_the_archive_stays_plain(qtbot, window, open_wait, shapes_arch
             for c in range(t.columnCount()):
                 item = t.item(r, c)
                 if item is not None and item.toolTip():
-                    assert item.toolTip().startswith("<p style='white-space:pre'>")
+                    assert item.toolTip().startswith("<p style='white-space:pre-wrap'>")
                     assert "<b>" not in item.toolTip()  # escaped
 
 

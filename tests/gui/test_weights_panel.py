@@ -292,7 +292,7 @@ def test_unreadable_weights_say_why_in_their_row(qtbot, no_leaks, window, open_w
     assert wt.startswith(("error: ", "not read"))
     # notes are tooltips shown literally, not as markup
     tip = model.data(model.index(_row_of(panel, "w16"), note), 3)  # ToolTipRole
-    assert "<b>" not in tip.replace("<p style='white-space:pre'>", "")
+    assert "<b>" not in tip.replace("<p style='white-space:pre-wrap'>", "")
     assert all(r["stats"] for n, r in rows.items() if n not in ("wbf", "w16", "wt"))
     hostile = _row_of(panel, HOSTILE)  # shown as the text it is
     assert model.data(model.index(hostile, 0)) == HOSTILE

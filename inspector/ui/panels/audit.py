@@ -46,7 +46,7 @@ from inspector.core.errors import InspectorError
 from inspector.ui.device_list import DeviceSource
 from inspector.ui.tasks import Task, TaskGroup
 from inspector.ui.widgets.findings_tree import FINDING_ROLE, SEVERITY_COLORS, FindingsTree, plural
-from inspector.ui.widgets.plain import ElidedLabel
+from inspector.ui.plain import ElidedLabel
 from inspector.ui.widgets.status_area import StatusArea
 from inspector.ui.widgets.theme import current_theme
 from inspector.ui.workspace import Document, Workspace

@@ -73,7 +73,7 @@ from inspector.ui.job_runner import (
 )
 from inspector.ui.tasks import TaskGroup
 from inspector.ui.widgets.latency_chart import LatencyChart, Series
-from inspector.ui.widgets.plain import plain_tooltip
+from inspector.ui.plain import plain_tip
 from inspector.ui.widgets.status_area import StatusArea
 from inspector.ui.widgets.theme import current_theme
 from inspector.ui.workspace import Workspace
@@ -382,7 +382,7 @@ class RunPanel(QWidget):
         box.clear()
         for p in paths:
             box.addItem(Path(p).name, p)
-            box.setItemData(box.count() - 1, plain_tooltip(p), Qt.ToolTipRole)
+            box.setItemData(box.count() - 1, plain_tip(p), Qt.ToolTipRole)
         box.setCurrentIndex(paths.index(self.archive) if self.archive in paths else -1)
         box.blockSignals(False)
 

@@ -39,12 +39,12 @@ from inspector.core.weight_table import (
 )
 from inspector.ui.device_list import DeviceSource
 from inspector.ui.tasks import Task, TaskContext
+from inspector.ui.plain import plain_tip
 from inspector.ui.widgets.weights_view import (
     COLUMNS,
     SORT_ROLE,
     HistogramView,
     WeightsModel,
-    plain_tooltip,
 )
 from inspector.ui.workspace import Document, Workspace
 
@@ -376,7 +376,7 @@ class WeightsPanel(QWidget):
             return
         ph = entry.placeholder
         self.weight_label.setText(ph if ph else "no graph input")
-        self.weight_label.setToolTip(plain_tooltip(
+        self.weight_label.setToolTip(plain_tip(
             f"{entry.info.name} is the graph input {ph}" if ph else
             f"no graph input carries {entry.info.name}"))
         self.jump_button.setEnabled(ph is not None)

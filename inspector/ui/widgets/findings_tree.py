@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTreeWidget, QTree
 
 from inspector.ui.plain import plain_tip, shown
 from inspector.core.audit import ERROR, INFO, RULE_TITLES, RULES, WARNING, Finding
-from inspector.ui.widgets.plain import WrappingDelegate
+from inspector.ui.widgets.wrapping import WrappingDelegate
 
 SEVERITY_COLORS = {ERROR: "#d32f2f", WARNING: "#f9a825", INFO: "#1e88e5"}
 FINDING_ROLE = Qt.ItemDataRole.UserRole + 1

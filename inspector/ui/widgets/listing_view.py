@@ -39,6 +39,7 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QAbstractScrollArea, QMenu, QToolTip, QWidget
 
 from inspector.core.annotations import LineHeat, Mark, ResolvedAnnotations
+from inspector.ui.plain import plain_tip
 from inspector.ui.widgets.highlight import SYMBOL, LineCache, symbol_at
 from inspector.ui.widgets.theme import Theme, code_font, current_theme, symbol_color
 
@@ -428,7 +429,7 @@ class ListingView(QAbstractScrollArea):
                     else self.text_tooltip(line, self.column_at(pos)))
             if text:
                 # Escaped and wrapped: text from a file must never be read as markup.
-                QToolTip.showText(event.globalPos(), _plain_tooltip(text), self.viewport())
+                QToolTip.showText(event.globalPos(), plain_tip(text), self.viewport())
             else:
                 QToolTip.hideText()
                 event.ignore()
@@ -515,10 +516,3 @@ class ListingView(QAbstractScrollArea):
             bar.setValue(bar.value() + step)
         else:
             super().keyPressEvent(event)
-
-
-def _plain_tooltip(text: str) -> str:
-    """QToolTip guesses whether text is rich; make it rich on purpose, fully escaped."""
-    from html import escape
-
-    return "<p style='white-space:pre'>" + escape(text) + "</p>"

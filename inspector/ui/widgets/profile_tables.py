@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidge
 
 from inspector.core.annotations import ERROR
 from inspector.core.run_layers import FailureRow, NodeRow, ms_text, share_text
-from inspector.ui.widgets.shapes_tables import plain_tooltip
+from inspector.ui.plain import plain_tip
 from inspector.ui.widgets.share_bar import SHARE_ROLE, ShareBarDelegate
 from inspector.ui.widgets.theme import current_theme
 
@@ -82,7 +82,7 @@ class NodeTimesModel(_RowsModel):
         if role == SHARE_ROLE and column == self.SHARE:
             return row.share
         if role == Qt.ItemDataRole.ToolTipRole and column in (self.TARGET, self.MODULE):
-            return plain_tooltip(row.target if column == self.TARGET else row.module)
+            return plain_tip(row.target if column == self.TARGET else row.module)
         if role == Qt.ItemDataRole.TextAlignmentRole and column in (self.MS, self.LINE):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
@@ -104,7 +104,7 @@ class FailuresModel(_RowsModel):
             return (row.node, -1 if row.line is None else row.line, row.message,
                     row.program)[column]
         if role == Qt.ItemDataRole.ToolTipRole:
-            return plain_tooltip(f"{row.node} = {row.target}\n{row.message}"
+            return plain_tip(f"{row.node} = {row.target}\n{row.message}"
                                  + (f"\nmade at {row.where}" if row.where else ""))
         if role == Qt.ItemDataRole.ForegroundRole and column == self.NODE:
             return current_theme().severity.get(row.severity, current_theme().severity["info"])

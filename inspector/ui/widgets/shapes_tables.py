@@ -10,7 +10,6 @@ size asks for its node (`nodeClicked`); the panel turns that into select_node.
 
 from __future__ import annotations
 
-from html import escape
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
@@ -25,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from inspector.core.shapes import ProgramShapes, symbol_tooltip
+from inspector.ui.plain import plain_tip
 from inspector.ui.widgets.highlight import SYMBOL_NAME
 from inspector.ui.widgets.theme import Theme, current_theme, symbol_color
 
@@ -47,12 +47,6 @@ HEADERS = {
     "specialized": ["dim", "size", "why"],
 }
 UNBOUNDED_MIN, UNBOUNDED_MAX = "-inf", "inf"  # as Symbol.range_text prints them
-
-
-def plain_tooltip(text: str) -> str:
-    """QToolTip guesses whether text is rich: make it rich on purpose, fully escaped,
-    so text from the archive is shown exactly as written."""
-    return "<p style='white-space:pre'>" + escape(text) + "</p>" if text else ""
 
 
 def symbol_cell_text(symbol_min: int | None, symbol_max: int | None) -> tuple[str, str]:
@@ -146,7 +140,7 @@ class ShapesTables(QWidget):
                 spec = specialized.get(f"{inp.name}.shape[{d}]")
                 if spec is not None:
                     cell.setBackground(QBrush(self.theme.specialized_bg))
-                    cell.setToolTip(plain_tooltip(f"{spec.source} = {spec.size}: {spec.reason}"))
+                    cell.setToolTip(plain_tip(f"{spec.source} = {spec.size}: {spec.reason}"))
                 row.append(cell)
             rows.append(row)
         self._fill("inputs", ["input", "dtype", *(f"dim {d}" for d in range(rank))], rows)
@@ -182,7 +176,7 @@ class ShapesTables(QWidget):
             where = f"{src.file}:{src.line} in {src.function}" if src else ""
             row = [self._sized(a.condition, shapes), self._item(a.node), self._item(a.op),
                    self._item(where), self._item(src.code if src else "")]
-            tip = plain_tooltip("\n".join(x for x in (a.condition, f"node {a.node} ({a.op})",
+            tip = plain_tip("\n".join(x for x in (a.condition, f"node {a.node} ({a.op})",
                                                        src.text() if src else "") if x))
             for cell in row:
                 cell.setData(NODE_ROLE, a.node)
@@ -193,7 +187,7 @@ class ShapesTables(QWidget):
         rows = []
         for g in shapes.guards:
             cell = self._item(g.text)
-            cell.setToolTip(plain_tooltip(f"as recorded: {g.code}"))
+            cell.setToolTip(plain_tip(f"as recorded: {g.code}"))
             rows.append([cell])
         self._fill("guards", HEADERS["guards"], rows)
 
@@ -202,14 +196,14 @@ class ShapesTables(QWidget):
             row = [self._item(s.source), self._item(s.size), self._item(s.reason)]
             for cell in row:
                 cell.setBackground(QBrush(self.theme.specialized_bg))
-            row[2].setToolTip(plain_tooltip(s.reason))
+            row[2].setToolTip(plain_tip(s.reason))
             rows.append(row)
         self._fill("specialized", HEADERS["specialized"], rows)
 
     def _item(self, text: str) -> QTableWidgetItem:
         item = QTableWidgetItem(text)
         item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable)
-        item.setToolTip(plain_tooltip(text))  # the whole text of an elided cell
+        item.setToolTip(plain_tip(text))  # the whole text of an elided cell
         return item
 
     def _symbol_item(self, name: str, shapes: ProgramShapes) -> QTableWidgetItem:
@@ -219,7 +213,7 @@ class ShapesTables(QWidget):
         font = item.font()
         font.setBold(True)
         item.setFont(font)
-        item.setToolTip(plain_tooltip(symbol_tooltip(shapes, name) or name))
+        item.setToolTip(plain_tip(symbol_tooltip(shapes, name) or name))
         return item
 
     def _sized(self, text: str, shapes: ProgramShapes) -> QTableWidgetItem:
@@ -231,7 +225,7 @@ class ShapesTables(QWidget):
             item.setForeground(QBrush(symbol_color(named[0], self.theme)))
             item.setData(SYMBOL_ROLE, named[0])
             if text == named[0] and text in shapes.symbols:
-                item.setToolTip(plain_tooltip(symbol_tooltip(shapes, text) or text))
+                item.setToolTip(plain_tip(symbol_tooltip(shapes, text) or text))
         return item
 
     def _fill(self, key: str, headers: list[str], rows: list[list[QTableWidgetItem]]) -> None:

@@ -8,7 +8,6 @@ tooltips (which Qt would guess to be rich text) are escaped.
 
 from __future__ import annotations
 
-import html
 import math
 from typing import Any
 
@@ -19,6 +18,7 @@ from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from inspector.core.weight_table import WeightEntry
+from inspector.ui.plain import plain_tip
 from inspector.ui.widgets.side_tables import human_bytes
 from inspector.ui.widgets.theme import current_theme
 
@@ -35,11 +35,6 @@ KIND_COLUMN, BYTES_COLUMN, NOTE_COLUMN = COLUMNS.index("Kind"), COLUMNS.index("B
 NAN_COLUMN, INF_COLUMN = COLUMNS.index("NaN"), COLUMNS.index("Inf")
 _NUMERIC = {BYTES_COLUMN, *STAT_KEYS}
 _PENDING = "…"  # a statistic not computed yet
-
-
-def plain_tooltip(text: str) -> str:
-    """A tooltip that shows `text` literally (Qt renders what looks like markup)."""
-    return f"<p style='white-space:pre'>{html.escape(text)}</p>"
 
 
 def format_value(v: Any) -> str:
@@ -166,10 +161,10 @@ class WeightsModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             if c == 0:
                 where = f"\ngraph input: {entry.placeholder}" if entry.placeholder else ""
-                return plain_tooltip(f"{info.name}{where}\n(double-click: show it in the listing)")
+                return plain_tip(f"{info.name}{where}\n(double-click: show it in the listing)")
             if c == NOTE_COLUMN:
                 note = row.get("note") if row is not None else info.note
-                return plain_tooltip(note) if note else None
+                return plain_tip(note) if note else None
         return None
 
 
