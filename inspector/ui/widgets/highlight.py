@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import re
 
-from pygments.lexer import RegexLexer
-from pygments.token import Comment, Keyword, Name, Number, Operator, String, Text, Whitespace
+from pygments.token import Comment, Keyword, Name, Number, Operator, String
+
+from inspector.core.listing_lexer import ListingLexer  # one set of rules (the report uses it too)
 
 Span = tuple[int, int, str]  # start, end, category (theme.tokens key, or SYMBOL + name)
 
@@ -14,30 +15,6 @@ SYMBOL = "sym:"  # category prefix of a symbol span: "sym:s70" (theme.symbol_col
 # A symbol inside an annotation's brackets: `"i64[s72, 2*s70 + 1]"`, `"Sym(u0)"`
 # (the dtype before the bracket, `f32`, looks like one and is not).
 SYMBOL_NAME = re.compile(r"(?<![\w.])([a-z]+\d+)(?![\w.(])")
-
-
-class ListingLexer(RegexLexer):
-    """A pygments lexer tuned for listings: the PythonLexer costs ~4x more a
-    line, and it knows the listing's own tokens: `"f32[s72, 64]"`
-    annotations and `torch.ops.aten.x.default` targets get their own colours."""
-
-    name = "pt2 listing"
-    aliases = ["pt2-listing"]
-    tokens = {
-        "root": [
-            (r"#.*$", Comment),
-            (r'"(?:[a-z]+[0-9]*\w*\[[^"]*\]|Sym\([^"]*\))"', Keyword.Type),
-            (r"'[^']*'|\"[^\"]*\"", String),
-            (r"torch\.ops\.[\w.]+", Name.Function),
-            (r"\b(?:class|def|return|pass|None|True|False|self)\b", Keyword),
-            (r"\b(?:device|torch(?:\.[a-z_][\w]*)*)\b", Name.Builtin),
-            (r"(?<![\w.])-?[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?\b", Number),
-            (r"[A-Za-z_]\w*", Name),
-            (r"\s+", Whitespace),
-            (r"[=+\-*/@<>&|^~%]", Operator),
-            (r".", Text),
-        ],
-    }
 
 
 _LEXER = ListingLexer(stripnl=False, ensurenl=False)
