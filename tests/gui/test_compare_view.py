@@ -332,8 +332,12 @@ def test_closing_a_tab_mid_comparison_waits_for_its_worker(qtbot, window, toy_ar
                                                            retargeted):
     tab = window.open_compare(toy_archive, retargeted)
     assert tab.is_busy()
+    worker = tab._task
     window.close_tab(window.tabs.indexOf(tab))
-    assert window.pool.activeThreadCount() == 0
+    # closing returned only after the worker's function did (its thread then goes
+    # back to the pool a moment later)
+    assert worker is not None and worker.finished.is_set()
+    assert window.pool.waitForDone(5000) and window.pool.activeThreadCount() == 0
     assert window.tabs.count() == 0
 
 

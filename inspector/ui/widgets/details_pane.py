@@ -60,7 +60,10 @@ class DetailsPane(QWidget):
         self.node = None
         self.frames = ()
         self.users = {}
-        self._label = None  # a closure over the shown view: never keep a closed one
+        # closures over the shown view (line labels, printed names): never keep a closed one
+        self._label = None
+        self._shown = lambda name: name
+        self.annotations = []
         self.browser.setHtml(f"<p style='color:gray'>{escape(text)}</p>")
 
     def show_node(self, node: Node | None, line: int, users: dict[str, list[int]],
