@@ -13,7 +13,6 @@ Reads the zip and the JSON only (never torch).
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
 from collections.abc import Iterator
 
@@ -22,6 +21,7 @@ import orjson
 from inspector.core.archive import open_archive
 from inspector.core.diff import ArchiveDiff, FindingsDiff, ProgramDiff, diff_archives
 from inspector.core.diff_align import unified_diff
+from inspector.core.gcpause import gc_paused
 
 NAME = "diff"
 HELP = "compare two archives: nodes (renames matched), signature, ranges, weights; exit 1 if they differ"
@@ -44,9 +44,9 @@ def run(args: argparse.Namespace) -> int:
     # Two parsed programs, their listings and the match are tens of millions
     # of objects that all live until the end: with the cyclic GC on, each
     # collection between the steps rescans them (a third of the CPU time of a
-    # diff of two 100k-node programs), and there is no cycle to collect.
-    gc.disable()
-    with open_archive(args.a) as a, open_archive(args.b) as b:
+    # diff of two 100k-node programs), and there is no cycle to collect. Paused,
+    # not switched off: `cli.main` may run in a process that goes on (tests).
+    with gc_paused(), open_archive(args.a) as a, open_archive(args.b) as b:
         result = diff_archives(a, b, args.program)
         if args.json:
             sys.stdout.write(orjson.dumps(result.as_dict(), option=orjson.OPT_INDENT_2).decode()
