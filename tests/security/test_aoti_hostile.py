@@ -18,7 +18,7 @@ import pytest
 from child import run_inspector
 from exercise import exercise
 from hostile_corpus import EITHER, OK, Case, shared_library
-from test_contract import COMMANDS, WALL_KILL_S, _check_child
+from test_contract import COMMANDS, WALL_KILL_S, _argv, _check_child
 
 from inspector.core.aoti import MAX_KERNELS, compiled_models, kernels
 from inspector.core.archive import open_archive
@@ -120,7 +120,7 @@ def test_cli_contract(entry: tuple[Case, Build], tmp_path: Path) -> None:
     marker = tmp_path / "MARKER"
     path = build(marker, tmp_path)
     for command in COMMANDS:
-        res = run_inspector([command, str(path)], timeout=WALL_KILL_S, cwd=tmp_path)
+        res = run_inspector(_argv(command, path, tmp_path), timeout=WALL_KILL_S, cwd=tmp_path)
         if command == "list" and res.rc == 2:
             # a package of compiled code only has nothing to list: one clear line
             assert b"AOTInductor" in res.stderr, res.describe()
