@@ -542,7 +542,7 @@ def _(base, marker, work):
                          true_crc=True)
 
 
-@case("zip-bomb-weights-config", "zip", OK, match="cannot be read", refused_by=("audit",),
+@case("zip-bomb-weights-config", "zip", OK, match="cannot be read", refused_by=("audit", "weights", "report"),
       heavy=True)
 def _(base, marker, work):
     return _bomb_archive(base, WEIGHTS_CONFIG, 1024, declared=14000)
@@ -584,7 +584,7 @@ def _(base, marker, work):
     return base.zip()[:-7]
 
 
-@case("zip-truncated-data", "zip", OK, match="cannot be read", refused_by=("audit",))
+@case("zip-truncated-data", "zip", OK, match="cannot be read", refused_by=("audit", "weights", "report"))
 def _(base, marker, work):
     data = base.zip()
     cut = data.find(b"PK\x01\x02")  # drop 200 bytes of entry data, keep the directory
@@ -1003,7 +1003,7 @@ def _(base, marker, work):
     return base.with_program(doc, compress=zipfile.ZIP_DEFLATED)
 
 
-@case("config-tricks", "json", OK, match="has no 'config' object", refused_by=("audit",),
+@case("config-tricks", "json", OK, match="has no 'config' object", refused_by=("audit", "weights", "report"),
       risky=("data/weights/weight_1",))
 def _(base, marker, work):
     weights = base.json(WEIGHTS_CONFIG)
@@ -1017,7 +1017,7 @@ def _(base, marker, work):
                              CONSTANTS_CONFIG: b"[]"})
 
 
-@case("config-not-json", "json", OK, match="not valid json", refused_by=("audit",))
+@case("config-not-json", "json", OK, match="not valid json", refused_by=("audit", "weights", "report"))
 def _(base, marker, work):
     return base.zip(replace={WEIGHTS_CONFIG: plain_pickle(marker),
                              CONSTANTS_CONFIG: b'{"config": 5}'})
@@ -1111,7 +1111,7 @@ def _(base, marker, work):
 
 
 @case("format-programs-over-shared-budget", "format", OK, match="over the limit",
-      refused_by=("info", "audit"), heavy=True)
+      refused_by=("info", "audit", "weights", "report"), heavy=True)
 def _(base, marker, work):
     # Each program alone is under MAX_JSON_VALUES; `info` holds all of them.
     doc = base.json()
