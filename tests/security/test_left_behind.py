@@ -93,7 +93,9 @@ def test_retarget_killed_at_a_random_moment_leaves_nothing(big_archive: Path, tm
         os.killpg(proc.pid, sig)
     _, stderr = proc.communicate(timeout=60)
     left = _leftovers(out_dir)
-    if proc.returncode == 0:  # it finished first: the archive is complete
+    if proc.returncode == 0 or left == ["retargeted.pt2"]:
+        # it finished first, or the signal landed between naming the finished file
+        # (linkat) and exiting: either way the archive is whole, never half-written
         assert left == ["retargeted.pt2"]
         with open_archive(out) as archive:
             assert archive.record("data/weights/weight_big").size == BIG_MB << 20
