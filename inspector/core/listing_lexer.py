@@ -3,7 +3,7 @@
 pygments' PythonLexer costs ~4x more a line and knows nothing of the listing's
 own tokens; this one colours `"f32[s72, 64]"` annotations and
 `torch.ops.aten.x.default` targets on their own. The window's highlighter
-(inspector/ui/widgets/highlight.py) uses it too: one set of rules.
+(inspector/core/line_highlight.py, which the window paints from) uses it too: one set of rules.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QAbstractScrollArea, QWidget
 
 from inspector.core.node_match import ADDED, CHANGED, REMOVED, SAME
-from inspector.ui.widgets.highlight import SYMBOL, LineCache
+from inspector.core.line_highlight import SYMBOL, LineCache
 from inspector.ui.widgets.theme import Theme, code_font, current_theme, symbol_color
 
 _MAP_WIDTH = 14  # the overview strip between the halves

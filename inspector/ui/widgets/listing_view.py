@@ -40,7 +40,7 @@ from PySide6.QtWidgets import QAbstractScrollArea, QMenu, QToolTip, QWidget
 
 from inspector.core.annotations import LineHeat, Mark, ResolvedAnnotations
 from inspector.ui.plain import plain_tip
-from inspector.ui.widgets.highlight import SYMBOL, LineCache, symbol_at
+from inspector.core.line_highlight import SYMBOL, LineCache, symbol_at
 from inspector.ui.widgets.theme import Theme, code_font, current_theme, symbol_color
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 
 from inspector.core.shapes import ProgramShapes, symbol_tooltip
 from inspector.ui.plain import plain_tip
-from inspector.ui.widgets.highlight import SYMBOL_NAME
+from inspector.core.line_highlight import SYMBOL_NAME
 from inspector.ui.widgets.theme import Theme, current_theme, symbol_color
 
 NODE_ROLE = Qt.ItemDataRole.UserRole  # the node a row jumps to (assertions, derived)

@@ -28,7 +28,7 @@ from inspector.core.sources import SourceResolver
 from inspector.core.text import mark_invisible
 from inspector.ui.plain import ElidedLabel, plain_tip, shown
 from inspector.ui.tasks import TaskGroup
-from inspector.ui.widgets.highlight import _category
+from inspector.core.line_highlight import _category
 from inspector.ui.widgets.theme import Theme, code_font, current_theme
 
 MAX_SOURCE_BYTES = 8 * 1024 * 1024
