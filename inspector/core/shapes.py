@@ -1,7 +1,7 @@
 """Shapes of a program: symbols, where they come from, ranges, assertions, specializations.
 
 Everything here comes from the archive's JSON (through the program model), not
-from torch, and never evaluates an expression: sizes arrive already rendered by
+taken from torch, and never evaluates an expression: sizes arrive already rendered by
 symbolic.py (`2*s77 + 1`, exactly as torch prints a SymInt), conditions are
 rendered the same way.
 
