@@ -13,6 +13,10 @@ per node, tinted by size: profile times, ...) and marks (audit findings, failing
 nodes, ...), both from inspector.core.annotations; hovering them shows their tooltip.
 Symbols in the annotations (s70, u0) have their own colour (theme.symbol_color, as in
 the Shapes panel); hovering one shows what `set_symbol_tooltips` says (its range).
+
+The lines come from the file (names, stack-trace code): set_lines marks bidi, zero-width
+and control characters as visible escapes (inspector/core/text.py), so a listing never
+reads differently from what it holds ("Trojan Source"). Columns are the marked text's.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from PySide6.QtWidgets import QAbstractScrollArea, QMenu, QToolTip, QWidget
 from inspector.core.annotations import LineHeat, Mark, ResolvedAnnotations
 from inspector.ui.plain import plain_tip
 from inspector.core.line_highlight import SYMBOL, LineCache, symbol_at
+from inspector.core.text import mark_lines
 from inspector.ui.widgets.theme import Theme, code_font, current_theme, symbol_color
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -91,6 +96,7 @@ class ListingView(QAbstractScrollArea):
 
     # -- content --
     def set_lines(self, lines: list[str]) -> None:
+        lines = mark_lines(lines)  # the same list unless a line needs marking
         self._lines = lines
         self._cache = LineCache(lines)
         self._layouts = {}
