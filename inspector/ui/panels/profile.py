@@ -15,7 +15,6 @@ document's own, closing it drops them (and cancels its running job).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +50,7 @@ from inspector.core.run_layers import (
 )
 from inspector.ui.device_list import DeviceInfo, DeviceSource
 from inspector.ui.job_runner import UNTRUSTED, GraphRunSpec, JobRunner
+from inspector.ui.panels.saved_options import SavedOptions
 from inspector.ui.widgets.profile_tables import failures_table, node_table
 from inspector.ui.widgets.status_area import StatusArea
 from inspector.ui.widgets.theme import current_theme
@@ -381,37 +381,17 @@ class ProfilePanel(QWidget):
             self.device_note.hide()
 
     def _restore(self) -> None:
-        from inspector.ui import settings as keys
-
-        self._saved_program = None
-        try:
-            opts = json.loads(str(keys.settings().value(PROFILE_OPTIONS_KEY, "") or "{}"))
-        except ValueError:
-            return
-        if not isinstance(opts, dict):
-            return
-        index = self.device.findData(opts.get("device"))
-        if index >= 0:
-            self.device.setCurrentIndex(index)
-        self._saved_program = opts.get("program") if isinstance(opts.get("program"), str) else None
-        index = self.precision.findData(opts.get("precision"))
-        if index >= 0:
-            self.precision.setCurrentIndex(index)
-        for spin, key in ((self.warmup, "warmup"), (self.repeats, "repeats")):
-            if isinstance(opts.get(key), int):
-                spin.setValue(opts[key])
-        for line, key in ((self.dims, "dims"), (self.inputs, "inputs")):
-            if isinstance(opts.get(key), str):
-                line.setText(opts[key])
+        self.options = SavedOptions(PROFILE_OPTIONS_KEY)
+        for name, widget in (("device", self.device), ("precision", self.precision),
+                             ("warmup", self.warmup), ("repeats", self.repeats),
+                             ("dims", self.dims), ("inputs", self.inputs)):
+            self.options.bind(name, widget)
+        self.options.restore()
+        # the program is chosen once an archive that has it is shown (_show_doc)
+        self._saved_program = self.options.stored("program", (str,))
 
     def _remember(self) -> None:
-        from inspector.ui import settings as keys
-
-        keys.set_value(PROFILE_OPTIONS_KEY, json.dumps({
-            "device": self.device_id(), "program": self.program.currentData() or "",
-            "warmup": self.warmup.value(), "repeats": self.repeats.value(),
-            "precision": self.precision.currentData(), "dims": self.dims.text(),
-            "inputs": self.inputs.text()}))
+        self.options.save(program=self.program.currentData() or "")
 
     # -- running --
     def start(self, kind: str, trust: bool = False, doc: Document | None = None) -> bool:

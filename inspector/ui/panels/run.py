@@ -71,6 +71,7 @@ from inspector.ui.job_runner import (
     RunSpec,
     RunSpecError,
 )
+from inspector.ui.panels.saved_options import SavedOptions
 from inspector.ui.tasks import TaskGroup
 from inspector.ui.widgets.latency_chart import LatencyChart, Series
 from inspector.ui.plain import plain_tip
@@ -512,32 +513,13 @@ class RunPanel(QWidget):
     def _restore(self) -> None:
         """The last run's options; Batch and Max tokens as choices that the next
         archive's ranges clamp (_apply_ranges)."""
-        from inspector.ui import settings as keys
-
-        try:
-            opts = json.loads(str(keys.settings().value(RUN_OPTIONS_KEY, "") or "{}"))
-        except ValueError:
-            return
-        if not isinstance(opts, dict):
-            return
-        for combo, key in ((self.device, "device"), (self.mode, "mode"),
-                           (self.precision, "precision")):
-            index = combo.findData(opts.get(key))
-            if index >= 0:
-                combo.setCurrentIndex(index)
-        self.compile.setChecked(bool(opts.get("compile", False)))
-        for spin, key in ((self.batch, "batch"), (self.max_tokens, "max_tokens"),
-                          (self.warmup, "warmup"), (self.repeats, "repeats")):
-            if isinstance(opts.get(key), int):
-                spin.setValue(opts[key])
-
-    def _remember(self, spec: RunSpec) -> None:
-        from inspector.ui import settings as keys
-
-        keys.set_value(RUN_OPTIONS_KEY, json.dumps(
-            {"device": spec.device, "mode": spec.mode, "compile": spec.compile,
-             "precision": spec.precision, "batch": spec.batch, "max_tokens": spec.max_tokens,
-             "warmup": spec.warmup, "repeats": spec.repeats}))
+        self.options = SavedOptions(RUN_OPTIONS_KEY)
+        for name, widget in (("device", self.device), ("mode", self.mode),
+                             ("compile", self.compile), ("precision", self.precision),
+                             ("batch", self.batch), ("max_tokens", self.max_tokens),
+                             ("warmup", self.warmup), ("repeats", self.repeats)):
+            self.options.bind(name, widget)
+        self.options.restore()
 
     # -- running --
     def spec(self, trust: bool = False) -> RunSpec:
@@ -560,7 +542,7 @@ class RunPanel(QWidget):
             self._show_problems()
             return False
         self._clear_message()
-        self._remember(spec)
+        self.options.save()
         label = run_label(spec)
         same = sum(1 for r in self.records if r.label.split("  #")[0] == label)
         if same:
