@@ -26,8 +26,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QMessageBox,
-    QProgressBar,
     QPushButton,
     QSpinBox,
     QTabWidget,
@@ -49,8 +47,9 @@ from inspector.core.run_layers import (
     profile_layers,
 )
 from inspector.ui.device_list import DeviceInfo, DeviceSource
-from inspector.ui.job_runner import UNTRUSTED, GraphRunSpec, JobRunner
+from inspector.ui.job_runner import GraphRunSpec, JobRunner
 from inspector.ui.panels.saved_options import SavedOptions
+from inspector.ui.widgets.job_chrome import JobChrome, confirm_trust
 from inspector.ui.widgets.profile_tables import failures_table, node_table
 from inspector.ui.widgets.status_area import StatusArea
 from inspector.ui.widgets.theme import current_theme
@@ -86,8 +85,6 @@ class ProfilePanel(QWidget):
         self.results: dict[Document, DocResults] = {}
         self.doc: Document | None = None  # the document the panel shows
         self._job: tuple[str, Document, GraphRunSpec] | None = None  # the running one
-        self._failure_code: str | None = None
-        self._resume: tuple[str, Document] | None = None  # rerun trusted once the child is gone
         self._plan_problem: str | None = None
         self._real: set[str] = {"cpu"}  # ids of the devices torch sees here
         self._saved_program: str | None = None
@@ -99,9 +96,7 @@ class ProfilePanel(QWidget):
         self._fill_devices(devices.devices if devices is not None else [])
         if devices is not None:
             devices.changed.connect(self._fill_devices)
-        self.runner.progress.connect(self._on_progress)
         self.runner.result.connect(self._on_result)
-        self.runner.failed.connect(self._on_failed)
         self.runner.error.connect(self._on_error)
         self.runner.finished.connect(self._on_finished)
         self.workspace.currentChanged.connect(self._show_doc)
@@ -156,10 +151,8 @@ class ProfilePanel(QWidget):
         self.profile_button = QPushButton("Profile")
         self.profile_button.setToolTip("run on the device and time every node")
         self.cancel_button = QPushButton("Cancel")
-        self.progress = QProgressBar()
-        self.progress.setRange(0, 1000)
-        self.progress.setValue(0)
-        self.progress.setFormat("idle")
+        self.chrome = JobChrome(self.runner, self)  # progress bar, trusted rerun
+        self.progress = self.chrome.progress
         self.status_area = StatusArea(details_height=120)
 
         # The dock shares the short bottom area with the source pane: options in two
@@ -303,8 +296,6 @@ class ProfilePanel(QWidget):
         self.results.pop(doc, None)
         if self._job is not None and self._job[1] is doc:
             self.cancel()
-        if self._resume is not None and self._resume[1] is doc:
-            self._resume = None
         if self.doc is doc:
             self._show_doc(self.workspace.current)
 
@@ -410,14 +401,13 @@ class ProfilePanel(QWidget):
         self.status_area.clear()
         self._job = (kind, doc, spec)
         self.runner.start(kind, spec.to_argv(profile=kind == PROFILE))
-        self.progress.setValue(0)
-        self.progress.setFormat(f"{kind}: starting…")
+        self.chrome.starting(f"{kind}: ")
         self._update_enabled()
         return True
 
     def cancel(self) -> None:
         job = self._job
-        self._resume = None
+        self.chrome.forget_rerun()
         if self.runner.cancel() and job is not None:
             self.status_area.set_status(f"Cancelled {job[0]} of {job[1].path.name}.")
             self.progress.setFormat("cancelled")
@@ -429,11 +419,6 @@ class ProfilePanel(QWidget):
         if self.doc is not None:
             self.doc.tasks.cancel("profile-plan")
         self.runner.shutdown()
-
-    def _on_progress(self, stage: str, fraction: float) -> None:
-        self.progress.setValue(int(fraction * 1000))
-        kind = self._job[0] if self._job else ""
-        self.progress.setFormat(f"{kind}: {stage}  %p%")
 
     def _on_result(self, event: dict[str, Any]) -> None:
         if self._job is None:
@@ -457,20 +442,16 @@ class ProfilePanel(QWidget):
         for program in doc.program_names:  # programs not run this time: no stale marks
             if program not in layers:
                 self.workspace.annotate(doc, program, AnnotationLayer(source))
-        self.progress.setValue(1000)
-        self.progress.setFormat(f"{kind}: done")
+        self.chrome.done()
         if doc is self.doc:
             self._show_results(focus=kind)
         (self.checked if kind == CHECK else self.profiled).emit(result)
 
-    def _on_failed(self, failure) -> None:
-        self._failure_code = failure.code  # read by _on_error, which follows at once
-
     def _on_error(self, message: str, details: str) -> None:
-        untrusted, self._failure_code = self._failure_code == UNTRUSTED, None
         job = self._job
-        if untrusted and job is not None and not job[2].trust and self.confirm_trust(message):
-            self._resume = (job[0], job[1])
+        if job is not None and self.chrome.offer_trust(
+                message, job[2].trust, self.confirm_trust,
+                lambda kind=job[0], doc=job[1]: self.start(kind, True, doc)):  # not if closed
             return
         self.progress.setFormat("failed")
         what = job[0].capitalize() if job else "Job"
@@ -478,22 +459,14 @@ class ProfilePanel(QWidget):
                                     details=details or "")
 
     def confirm_trust(self, message: str) -> bool:
-        """Plain text: the message quotes record names from the archive."""
-        box = QMessageBox(QMessageBox.Icon.Question, "Run code from this archive?",
-                          f"{message}\n\nLoad it anyway and run it?",
-                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, self)
-        box.setTextFormat(Qt.TextFormat.PlainText)
-        box.setDefaultButton(QMessageBox.StandardButton.No)
-        return box.exec() == QMessageBox.StandardButton.Yes
+        return confirm_trust(self, message)
 
     def _on_finished(self) -> None:
         self._job = None
         if not self.progress.format().endswith(("done", "failed", "cancelled")):
             self.progress.setFormat("stopped")
         self._update_enabled()
-        resume, self._resume = self._resume, None
-        if resume is not None and not resume[1].closed:
-            self.start(resume[0], trust=True, doc=resume[1])
+        self.chrome.finished()
 
     # -- results --
     def clear_results(self) -> None:
