@@ -194,15 +194,8 @@ class DiffView(RowsArea):
         return self._current
 
     def set_current_row(self, row: int, center: bool = False, emit: bool = True) -> None:
-        if not self._status:
-            return
-        row = max(0, min(row, len(self._status) - 1))
-        changed = row != self._current
-        self._current = row
-        self.ensure_visible(row, center)
-        self.viewport().update()
-        if changed and emit:
-            self.currentRowChanged.emit(row)
+        if self._make_current(row, center) and emit:
+            self.currentRowChanged.emit(self._current)
 
     def set_change_span(self, span: tuple[int, int] | None) -> None:
         """Outline rows [start, end) (the change F7 went to); None: no outline."""

@@ -164,6 +164,17 @@ class RowsArea(QAbstractScrollArea):
         elif row >= first + rows - 1:
             bar.setValue(row - rows + 2)
 
+    def _make_current(self, row: int, center: bool) -> bool:
+        """`row` (clamped) current and in view; True when that changed it."""
+        if not self._rows():
+            return False
+        row = max(0, min(row, self._rows() - 1))
+        changed = row != self._current
+        self._current = row
+        self.ensure_visible(row, center)
+        self.viewport().update()
+        return changed
+
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802
         super().resizeEvent(event)
         self._update_scrollbars()

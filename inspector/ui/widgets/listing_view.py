@@ -186,15 +186,8 @@ class ListingView(RowsArea):
         return self._current
 
     def set_current_line(self, line: int, center: bool = False, emit: bool = True) -> None:
-        if not self._lines:
-            return
-        line = max(0, min(line, len(self._lines) - 1))
-        changed = line != self._current
-        self._current = line
-        self.ensure_visible(line, center)
-        self.viewport().update()
-        if changed and emit:
-            self.currentLineChanged.emit(line)
+        if self._make_current(line, center) and emit:
+            self.currentLineChanged.emit(self._current)
 
     def ensure_columns_visible(self, start: int, end: int, keep: int | None = None) -> None:
         """Scroll horizontally so columns [start, end) show (a match far right).
