@@ -451,7 +451,7 @@ class ProfilePanel(QWidget):
         job = self._job
         if job is not None and self.chrome.offer_trust(
                 message, job[2].trust, self.confirm_trust,
-                lambda kind=job[0], doc=job[1]: self.start(kind, True, doc)):  # not if closed
+                lambda kind=job[0], doc=job[1]: self.start(kind, True, doc)):  # refused if closed
             return
         self.progress.setFormat("failed")
         what = job[0].capitalize() if job else "Job"
