@@ -216,8 +216,6 @@ def run_child(mode: str, path: Path) -> dict:
     return result
 
 
-# --- list, whole process -----------------------------------------------------------------
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--toy", type=Path, help="tiny toy archive (default: the cached one, or export now)")
