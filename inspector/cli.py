@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from inspector import __version__
 from inspector.commands import COMMANDS
@@ -156,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout = stdout
 
 
-def console() -> None:
+def console() -> NoReturn:
     """The `pt2-inspector` console script and `python -m inspector`: `main` as a
     whole process.
 
@@ -178,7 +179,7 @@ def console() -> None:
     _exit_now(main(argv))
 
 
-def _exit_now(code: int) -> None:
+def _exit_now(code: int) -> NoReturn:
     """End the process with `code` at once, after what teardown would still have
     done for a one-shot command: flush stdout and stderr."""
     try:
