@@ -4,7 +4,8 @@ Each sub-command lives in its own module under `inspector/commands/` and exposes
 `NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`; the table in
 `inspector/commands/__init__.py` names them, and only the chosen command's module
 is imported and only its parser built. This module only dispatches and turns user errors into the one-line contract:
-`error: <what> (<why>)` on stderr, exit 2, no traceback (unless --debug).
+`error: <what> (<why>)` on stderr, exit 2, no traceback (unless --debug);
+`console` is the same as a whole process (a one-shot command ends at once).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from inspector import __version__
-from inspector.commands import COMMANDS
+from inspector.commands import COMMANDS, Command
 from inspector.core.errors import InspectorError
 from inspector.core.text import ESCAPES, JSON_ESCAPES
 
@@ -107,7 +108,7 @@ def _print_traceback() -> None:
     traceback.print_exc()
 
 
-def _command(name: str):
+def _command(name: str) -> Command | None:
     return next((c for c in COMMANDS if c.NAME == name), None)
 
 
