@@ -46,6 +46,7 @@ sys.path.insert(0, str(HERE))
 
 from bench_window import _defined, _rename, export_toy  # noqa: E402
 from common import CACHE, seed_decoder_archive  # noqa: E402
+from common import best_process as whole_process  # noqa: E402
 
 QUERIES = [("cpu", False), ("op:arange", False), ("device:cpu", False),
            ("module:decoder.transformer.h.0", False), ("file:modeling_gpt2.py:573", False),
@@ -213,22 +214,6 @@ def run_child(mode: str, path: Path) -> dict:
         "error": f"child {mode} failed ({proc.returncode}): {err.decode(errors='replace')[-800:]}"}
     result.setdefault("peak_mb", 0.0)
     return result
-
-
-# --- list, whole process -----------------------------------------------------------------
-
-def whole_process(argv: list[str], runs: int, env: dict[str, str]) -> tuple[float, float]:
-    """Best wall and best CPU (user + system) seconds over `runs` runs."""
-    walls, cpus = [], []
-    for _ in range(runs):
-        t = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
-        walls.append(time.perf_counter() - t)
-        cpus.append(usage.ru_utime + usage.ru_stime)
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise SystemExit(f"{argv} failed: {proc.stderr.read().decode(errors='replace')[-800:]}")
-    return min(walls), min(cpus)
 
 
 def main() -> int:
