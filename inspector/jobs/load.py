@@ -480,6 +480,59 @@ def _cached_schema_hints() -> Iterator[None]:
         serialize.typing = real  # type: ignore[assignment]
 
 
+@contextlib.contextmanager
+def _cached_sympify() -> Iterator[None]:
+    """torch's deserializer `sympify`s the `expr_str` of every symbolic size it meets
+    (3,384 calls on the full-size decoder, 19 distinct strings: 1.4 s). While we
+    deserialize, its module's `sympy.sympify` answers a string it has parsed once
+    from a cache. Only srepr text that names every symbol with `Symbol(...)` is
+    cached: its value does not depend on the `locals` torch passes (a bare name like
+    `s0` does: it is looked up there, so it goes to sympify each time). Each string
+    was vetted by check_expr before torch sees it."""
+    from torch._export.serde import serialize
+
+    sympy = getattr(serialize, "sympy", None)
+    if sympy is None or getattr(sympy, "__name__", "") != "sympy":
+        yield  # another torch layout: leave it alone
+        return
+    cache: dict[str, Any] = {}
+
+    def cacheable(text: str) -> bool:
+        try:
+            tree = parse_srepr(text)
+        except ExprSyntaxError:
+            return False
+        stack = [tree]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, Call):
+                if node.head == "Name":
+                    return False
+                stack.extend(node.args)
+        return isinstance(tree, Call)
+
+    class _Sympy:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(sympy, name)
+
+        @staticmethod
+        def sympify(a: Any, *args: Any, **kwargs: Any) -> Any:
+            if not isinstance(a, str) or args or set(kwargs) - {"locals"}:
+                return sympy.sympify(a, *args, **kwargs)
+            hit = cache.get(a)
+            if hit is None:
+                hit = sympy.sympify(a, **kwargs)
+                if cacheable(a):
+                    cache[a] = hit
+            return hit
+
+    serialize.sympy = _Sympy()  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        serialize.sympy = sympy  # type: ignore[assignment]
+
+
 def load_programs(vetted: Vetted, *, payloads: str = "data") -> dict[str, Any]:
     """name -> torch.export.ExportedProgram, built from the vetted bytes.
 
@@ -501,7 +554,8 @@ def load_programs(vetted: Vetted, *, payloads: str = "data") -> dict[str, Any]:
     import torch._functorch.predispatch  # noqa: F401
 
     programs: dict[str, Any] = {}
-    with PT2ArchiveReader(str(vetted.path)) as reader, _cached_schema_hints():
+    with (PT2ArchiveReader(str(vetted.path)) as reader, _cached_schema_hints(),
+          _cached_sympify()):
         for name in vetted.program_names:
             weights, constants = vetted.weights[name], vetted.constants[name]
             if payloads == "meta":
