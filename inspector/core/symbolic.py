@@ -53,12 +53,12 @@ def parse_srepr(text: str) -> object:
     return tree
 
 
-def _tokenize(text: str) -> list[tuple[str, str]]:
+def _tokenize(text: str, token: re.Pattern[str] = _TOKEN) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     i = 0
     text = text.strip()
     while i < len(text):
-        m = _TOKEN.match(text, i)
+        m = token.match(text, i)
         if not m or m.end() == i:
             raise ExprSyntaxError(f"unexpected character {text[i]!r}")
         kind = m.lastgroup
@@ -129,16 +129,7 @@ def parse_printed(text: str) -> object:
     Raises ExprSyntaxError outside that grammar; never evaluates anything."""
     if len(text) > MAX_EXPR_CHARS:
         raise ExprSyntaxError("expression too long")
-    tokens: list[tuple[str, str]] = []
-    i, stripped = 0, text.strip()
-    while i < len(stripped):
-        m = _PRINTED_TOKEN.match(stripped, i)
-        if not m or m.end() == i:
-            raise ExprSyntaxError(f"unexpected character {stripped[i:].lstrip()[:1]!r}")
-        kind = m.lastgroup
-        assert kind is not None
-        tokens.append((kind, m.group(kind)))
-        i = m.end()
+    tokens = _tokenize(text, _PRINTED_TOKEN)
     if not tokens:
         raise ExprSyntaxError("empty expression")
     pos, tree = _printed_sum(tokens, 0, 0)

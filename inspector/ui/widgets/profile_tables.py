@@ -75,77 +75,106 @@ class _RowsModel(QAbstractTableModel):
         raise NotImplementedError
 
 
-class NodeTimesModel(_RowsModel):
-    COLUMNS = ("Node", "ms", "Share", "Target", "Module", "Line", "Program")
-    NODE, MS, SHARE, TARGET, MODULE, LINE, PROGRAM = range(7)
-
-    def cell(self, row: NodeRow, column: int, role: int) -> Any:
-        if role == Qt.ItemDataRole.DisplayRole:
-            return (row.name, ms_text(row.ms), share_text(row.share), _short_target(row.target),
-                    row.module or "(root)", "" if row.line is None else str(row.line),
-                    row.program)[column]
-        if role == SORT_ROLE:
-            return (row.name, row.ms, row.share, row.target, row.module,
-                    -1 if row.line is None else row.line, row.program)[column]
-        if role == SHARE_ROLE and column == self.SHARE:
-            return row.share
-        if role == Qt.ItemDataRole.ToolTipRole and column in (self.TARGET, self.MODULE):
-            return plain_tip(row.target if column == self.TARGET else row.module)
-        if role == Qt.ItemDataRole.TextAlignmentRole and column in (self.MS, self.LINE):
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        return None
-
-
 _RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 
 
-class OpTimesModel(_RowsModel):
+class _TimedModel(_RowsModel):
+    """Rows with a time and a share: texts, sort keys (raw numbers), a share bar in
+    column SHARE, right-aligned RIGHT columns; subclasses say what each column is."""
+
+    SHARE = 2
+    RIGHT: tuple[int, ...] = (1,)
+
+    def texts(self, row: Any) -> tuple:
+        raise NotImplementedError
+
+    def keys(self, row: Any) -> tuple:
+        raise NotImplementedError
+
+    def tip(self, row: Any, column: int) -> str | None:
+        return None
+
+    def foreground(self, row: Any, column: int) -> Any:
+        return None
+
+    def cell(self, row: Any, column: int, role: int) -> Any:
+        if role == Qt.ItemDataRole.DisplayRole:
+            return self.texts(row)[column]
+        if role == SORT_ROLE:
+            return self.keys(row)[column]
+        if role == SHARE_ROLE and column == self.SHARE:
+            return row.share
+        if role == Qt.ItemDataRole.ToolTipRole:
+            tip = self.tip(row, column)
+            return plain_tip(tip) if tip is not None else None
+        if role == Qt.ItemDataRole.ForegroundRole:
+            return self.foreground(row, column)
+        if role == Qt.ItemDataRole.TextAlignmentRole and column in self.RIGHT:
+            return _RIGHT
+        return None
+
+
+class NodeTimesModel(_TimedModel):
+    COLUMNS = ("Node", "ms", "Share", "Target", "Module", "Line", "Program")
+    NODE, MS, SHARE, TARGET, MODULE, LINE, PROGRAM = range(7)
+    RIGHT = (MS, LINE)
+
+    def texts(self, row: NodeRow) -> tuple:
+        return (row.name, ms_text(row.ms), share_text(row.share), _short_target(row.target),
+                row.module or "(root)", "" if row.line is None else str(row.line), row.program)
+
+    def keys(self, row: NodeRow) -> tuple:
+        return (row.name, row.ms, row.share, row.target, row.module,
+                -1 if row.line is None else row.line, row.program)
+
+    def tip(self, row: NodeRow, column: int) -> str | None:
+        return {self.TARGET: row.target, self.MODULE: row.module}.get(column)
+
+
+class OpTimesModel(_TimedModel):
     """The `ops` rollup: time per target (a click jumps to its slowest node)."""
 
     COLUMNS = ("Op", "ms", "Share", "Nodes", "Slowest node", "Program")
     OP, MS, SHARE, NODES, SLOWEST, PROGRAM = range(6)
+    RIGHT = (MS, NODES)
 
-    def cell(self, row: OpRow, column: int, role: int) -> Any:
-        if role == Qt.ItemDataRole.DisplayRole:
-            return (_short_target(row.target), ms_text(row.ms), share_text(row.share),
-                    str(row.nodes), row.slowest, row.program)[column]
-        if role == SORT_ROLE:
-            return (row.target, row.ms, row.share, row.nodes, row.slowest, row.program)[column]
-        if role == SHARE_ROLE and column == self.SHARE:
-            return row.share
-        if role == Qt.ItemDataRole.ToolTipRole and column == self.OP:
-            return plain_tip(row.target)
-        if role == Qt.ItemDataRole.TextAlignmentRole and column in (self.MS, self.NODES):
-            return _RIGHT
-        return None
+    def texts(self, row: OpRow) -> tuple:
+        return (_short_target(row.target), ms_text(row.ms), share_text(row.share),
+                str(row.nodes), row.slowest, row.program)
+
+    def keys(self, row: OpRow) -> tuple:
+        return (row.target, row.ms, row.share, row.nodes, row.slowest, row.program)
+
+    def tip(self, row: OpRow, column: int) -> str | None:
+        return row.target if column == self.OP else None
 
 
-class SourceTimesModel(_RowsModel):
+class SourceTimesModel(_TimedModel):
     """The `sources` rollup: time per source line (the innermost frame of each node)."""
 
     COLUMNS = ("Source line", "ms", "Share", "Nodes", "Code", "Slowest node", "Program")
     WHERE, MS, SHARE, NODES, CODE, SLOWEST, PROGRAM = range(7)
+    RIGHT = (MS, NODES)
 
-    def cell(self, row: SourceRow, column: int, role: int) -> Any:
-        if role == Qt.ItemDataRole.DisplayRole:
-            where = f"{_basename(row.file)}:{'' if row.line is None else row.line}"
-            return (where, ms_text(row.ms), share_text(row.share), str(row.nodes),
-                    row.code.strip(), row.slowest, row.program)[column]
-        if role == SORT_ROLE:
-            # a string key: the proxy compares strings and numbers, not tuples
-            where = f"{row.file}\0{-1 if row.line is None else row.line:012d}"
-            return (where, row.ms, row.share,
-                    row.nodes, row.code, row.slowest, row.program)[column]
-        if role == SHARE_ROLE and column == self.SHARE:
-            return row.share
-        if role == Qt.ItemDataRole.ToolTipRole and column in (self.WHERE, self.CODE):
-            return plain_tip(f"{row.file}:{row.line} in {row.function}\n{row.code.strip()}"
-                             + ("" if row.user else "\n(library code)"))
-        if role == Qt.ItemDataRole.ForegroundRole and column == self.WHERE and not row.user:
-            return current_theme().severity["info"]  # library frames read quieter
-        if role == Qt.ItemDataRole.TextAlignmentRole and column in (self.MS, self.NODES):
-            return _RIGHT
-        return None
+    def texts(self, row: SourceRow) -> tuple:
+        where = f"{_basename(row.file)}:{'' if row.line is None else row.line}"
+        return (where, ms_text(row.ms), share_text(row.share), str(row.nodes),
+                row.code.strip(), row.slowest, row.program)
+
+    def keys(self, row: SourceRow) -> tuple:
+        # a string key for the place: the proxy compares strings and numbers, not tuples
+        where = f"{row.file}\0{-1 if row.line is None else row.line:012d}"
+        return (where, row.ms, row.share, row.nodes, row.code, row.slowest, row.program)
+
+    def tip(self, row: SourceRow, column: int) -> str | None:
+        if column not in (self.WHERE, self.CODE):
+            return None
+        return (f"{row.file}:{row.line} in {row.function}\n{row.code.strip()}"
+                + ("" if row.user else "\n(library code)"))
+
+    def foreground(self, row: SourceRow, column: int) -> Any:
+        # library frames read quieter than the model's own code
+        return current_theme().severity["info"] if column == self.WHERE and not row.user else None
 
 
 class FailuresModel(_RowsModel):
