@@ -173,8 +173,8 @@ class SourceTimesModel(_TimedModel):
                 + ("" if row.user else "\n(library code)"))
 
     def foreground(self, row: SourceRow, column: int) -> Any:
-        # library frames read quieter than the model's own code
-        return current_theme().severity["info"] if column == self.WHERE and not row.user else None
+        # library frames read quieter (the listing's comment grey) than the model's code
+        return current_theme().tokens["comment"] if column == self.WHERE and not row.user else None
 
 
 class FailuresModel(_RowsModel):
@@ -270,15 +270,15 @@ def _timed_table(model: _RowsModel, name: str, share: int, stretch: int,
 def op_table(parent: QWidget | None = None) -> RowsTable:
     m = OpTimesModel
     return _timed_table(m(parent), "profileOps", m.SHARE, m.OP,
-                        ((m.OP, 220), (m.MS, 72), (m.SHARE, 90), (m.NODES, 56),
+                        ((m.OP, 220), (m.MS, 64), (m.SHARE, 80), (m.NODES, 48),
                          (m.SLOWEST, 150)), parent)
 
 
 def source_table(parent: QWidget | None = None) -> RowsTable:
     m = SourceTimesModel
     return _timed_table(m(parent), "profileSources", m.SHARE, m.CODE,
-                        ((m.WHERE, 190), (m.MS, 72), (m.SHARE, 90), (m.NODES, 56),
-                         (m.CODE, 260), (m.SLOWEST, 150)), parent)
+                        ((m.WHERE, 150), (m.MS, 64), (m.SHARE, 80), (m.NODES, 48),
+                         (m.CODE, 260), (m.SLOWEST, 110)), parent)
 
 
 def failures_table(parent: QWidget | None = None) -> RowsTable:
