@@ -212,7 +212,8 @@ def test_printed_derived_dims_parse_to_what_sympy_means(make):
 
 
 @pytest.mark.parametrize("text", ["", "s0 +", "a.b", "s0; x", "(s0", "s0)", "1e5",
-                                  "'s0'", "s0 = 1", "lambda: 1", "s0[0]", "f(", "x" * 5000])
+                                  "'s0'", "s0 = 1", "lambda: 1", "s0[0]", "f(", "x" * 5000,
+                                  "(" * 200 + "s0" + ")" * 200, "-" * 300 + "s0"])
 def test_printed_text_outside_the_grammar_is_refused(text):
     from inspector.core.symbolic import ExprSyntaxError, parse_printed
 
