@@ -6,8 +6,10 @@ device need not exist here; `profile`: a real run timing every node), never in t
 window. What they find goes back onto the graph as the document's annotation layers
 (inspector/core/run_layers.py): "profile" heat fills the listing's heat column, the
 module tree's time column and the details pane; "check" marks the failing nodes in
-the gutter with torch's message. The tables here (nodes by time, failures) jump to a
-node on click (Workspace.select_node: the listing line, and the source pane follows).
+the gutter with torch's message. The tables here (nodes by time, the rollups by op
+and by source line, failures) jump to a node on click (Workspace.select_node: the
+listing line, the details pane and the source pane follow; a rollup row jumps to its
+slowest node).
 
 Results belong to the document they were made for: switching tabs shows that
 document's own, closing it drops them (and cancels its running job).
@@ -44,13 +46,15 @@ from inspector.core.run_layers import (
     failure_rows,
     ms_text,
     node_rows,
+    op_rows,
     profile_layers,
+    source_rows,
 )
 from inspector.ui.device_list import DeviceInfo, DeviceSource
 from inspector.ui.job_runner import GraphRunSpec, JobRunner
 from inspector.ui.panels.saved_options import SavedOptions
 from inspector.ui.widgets.job_chrome import JobChrome, confirm_trust
-from inspector.ui.widgets.profile_tables import failures_table, node_table
+from inspector.ui.widgets.profile_tables import failures_table, node_table, op_table, source_table
 from inspector.ui.widgets.status_area import StatusArea
 from inspector.ui.widgets.theme import current_theme
 from inspector.ui.workspace import Document, Workspace
@@ -209,10 +213,14 @@ class ProfilePanel(QWidget):
         self.summary.setTextFormat(Qt.TextFormat.PlainText)
         self.summary.setWordWrap(True)
         self.nodes = node_table(self)
+        self.ops = op_table(self)
+        self.sources = source_table(self)
         self.failures = failures_table(self)
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
         self.tabs.addTab(self.nodes, "Nodes by time")
+        self.tabs.addTab(self.ops, "By op")
+        self.tabs.addTab(self.sources, "By source line")
         self.tabs.addTab(self.failures, "Failures")
         self.clear_button = QToolButton()
         self.clear_button.setText("Clear")
@@ -234,6 +242,9 @@ class ProfilePanel(QWidget):
         self.profile_button.clicked.connect(lambda: self.start(PROFILE))
         self.cancel_button.clicked.connect(self.cancel)
         self.nodes.rowActivated.connect(lambda r: self._jump(r.program, r.name))
+        # a rollup row stands for several nodes: the click shows its slowest one
+        self.ops.rowActivated.connect(lambda r: self._jump(r.program, r.slowest))
+        self.sources.rowActivated.connect(lambda r: self._jump(r.program, r.slowest))
         self.failures.rowActivated.connect(lambda r: self._jump(r.program, r.node))
         self.device.currentIndexChanged.connect(lambda _i: self._options_changed())
         self.program.currentIndexChanged.connect(lambda _i: self._options_changed())
@@ -483,10 +494,13 @@ class ProfilePanel(QWidget):
         check = entry.check if entry else None
         profile = entry.profile if entry else None
         self.nodes.set_rows(node_rows(profile) if profile else [])
+        self.ops.set_rows(op_rows(profile) if profile else [])
+        self.sources.set_rows(source_rows(profile) if profile else [])
         rows = (failure_rows(check) if check else []) + (failure_rows(profile) if profile else [])
         self.failures.set_rows(rows)
         n_fail = sum(1 for r in rows if r.severity == "error")
-        self.tabs.setTabText(1, f"Failures ({n_fail})" if (check or n_fail) else "Failures")
+        self.tabs.setTabText(self.tabs.indexOf(self.failures),
+                             f"Failures ({n_fail})" if (check or n_fail) else "Failures")
         self.summary.setText(_summary(check, profile))
         self.clear_button.setEnabled(entry is not None)
         if focus == CHECK or (focus == PROFILE and n_fail and not self.nodes.shown_rows()):
@@ -495,7 +509,7 @@ class ProfilePanel(QWidget):
             self.tabs.setCurrentWidget(self.nodes)
 
     def _jump(self, program: str, node: str) -> None:
-        if self.doc is not None:
+        if self.doc is not None and node:
             self.workspace.select_node(program, node, self.doc)
 
 
