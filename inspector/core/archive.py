@@ -290,12 +290,26 @@ class Archive:
 
     def _parse_program(self, name: str) -> Program:
         if name not in self._programs:
-            from inspector.core.program import parse_program
-
             # Parsing allocates millions of containers and frees none: see gcpause.py.
             with gc_paused():
-                self._programs[name] = parse_program(self.program_json(name), name, consume=True)
+                self._programs[name] = self._parse_lean(name) or self._parse_full(name)
         return self._programs[name]
+
+    def _parse_lean(self, name: str) -> Program | None:
+        """The lean parse (program/lean.py: nodes kept as spans of the text until
+        asked for); None when the text needs the full parse to be judged."""
+        from inspector.core.program.lean import LeanUnsupported, parse_program_lean
+
+        data = self.read_bytes(self.program_path(name), MAX_JSON_BYTES)
+        try:
+            return parse_program_lean(data, name)
+        except LeanUnsupported:
+            return None
+
+    def _parse_full(self, name: str) -> Program:
+        from inspector.core.program import parse_program
+
+        return parse_program(self.program_json(name), name, consume=True)
 
     def programs(self) -> Iterator[Program]:
         for name in self.program_names:

@@ -1,0 +1,301 @@
+"""The lean parse of a program's JSON: the same model, without the whole document.
+
+parser.py builds the model from a document orjson parsed whole: for a
+100,000-node program (200 MB) that tree alone is ~1.3 GB and 1.1 s, and the
+model built from it another 3 s. Here msgspec (measured against pysimdjson's
+lazy proxies and a bare orjson.loads in tests/benchmarks/lean_parsers.py: the
+fastest and leanest first screen) scans the text once and keeps each node as a
+small struct of byte spans (`msgspec.Raw`, views into the one bytes object):
+
+- `Graph.nodes` is a `LazyNodes` sequence: node i becomes a model `Node` (the
+  same class, the same validation as parser.py) the first time it is asked for,
+  and stays (the listing maps nodes by identity). Its metadata (stack trace,
+  module stack, torch_fn) is decoded then, one shared dict per distinct text:
+  nodes of one source line, and repeated layers, carry the same bytes.
+- `Graph.tensor_values` is a `LazyTensorValues` mapping: one `TensorMeta` per
+  distinct record text, decoded when asked. Only records with a symbolic size
+  (`as_expr`) are decoded at parse, for the size hints and the used ranges.
+- Everything else (signature, ranges, graph inputs/outputs, small tables, and
+  every node that holds a control-flow subgraph) goes through parser.py as it
+  is, so both parses give the same Program (tests/unit/test_lean_program.py).
+
+Anything this parse does not expect (a node that is not an object, a target that
+is not a string, JSON nested past msgspec's recursion) raises `LeanUnsupported`,
+and the caller parses the file the full way, which names the problem as before.
+Nothing from the file is evaluated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import msgspec
+import orjson
+
+from inspector.core.errors import ArchiveError
+from inspector.core.program import parser as full
+from inspector.core.program.model import Graph, Node, Program, TensorMeta
+
+_Raw = msgspec.Raw
+_NO_RAW = msgspec.Raw()
+
+
+class LeanUnsupported(Exception):
+    """The text is not what the lean parse expects: parse it the full way."""
+
+
+class _RawNode(msgspec.Struct, array_like=False, gc=False):
+    """One node's fields as spans of the text (gc=False: holds no containers
+    the cyclic collector must scan; 100k of them would slow every collection)."""
+
+    target: str
+    name: Any = None
+    inputs: _Raw = _NO_RAW
+    outputs: _Raw = _NO_RAW
+    metadata: _Raw = _NO_RAW
+    is_hop_single_tensor_return: Any = None
+
+
+class _RawGraph(msgspec.Struct, gc=False):
+    """A graph: its nodes as structs of spans, its tensor records as spans,
+    the rest (small) as spans for parser.py. Fields parser.py does not read
+    are skipped."""
+
+    nodes: list[_RawNode] | None = None
+    tensor_values: dict[str, _Raw] | None = None
+    inputs: _Raw = _NO_RAW
+    outputs: _Raw = _NO_RAW
+    sym_int_values: _Raw = _NO_RAW
+    sym_bool_values: _Raw = _NO_RAW
+    sym_float_values: _Raw = _NO_RAW
+    custom_obj_values: _Raw = _NO_RAW
+    is_single_tensor_return: _Raw = _NO_RAW
+
+
+class _RawGraphModule(msgspec.Struct, gc=False):
+    graph: _RawGraph
+    signature: _Raw = _NO_RAW
+    module_call_graph: _Raw = _NO_RAW
+    metadata: _Raw = _NO_RAW
+
+
+_SMALL_GRAPH_FIELDS = ("inputs", "outputs", "sym_int_values", "sym_bool_values",
+                       "sym_float_values", "custom_obj_values", "is_single_tensor_return")
+_OBJECT = msgspec.json.Decoder(dict[str, _Raw])
+_GRAPH_MODULE = msgspec.json.Decoder(_RawGraphModule)
+
+
+def _object(raw: _Raw | bytes, where: str) -> dict[str, _Raw]:
+    try:
+        return _OBJECT.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+        raise LeanUnsupported(f"{where}: {exc}") from None
+
+
+def _loads(raw: _Raw | bytes | None) -> Any:
+    """A span as orjson parses it (orjson, not msgspec: the same values as the
+    full parse, which refuses integers past 64 bits)."""
+    if raw is None or not len(raw):
+        return None
+    try:
+        return orjson.loads(bytes(raw))
+    except orjson.JSONDecodeError as exc:
+        raise LeanUnsupported(str(exc)) from None
+
+
+def parse_program_lean(data: bytes, name: str) -> Program:
+    """The program of `data` (a program's JSON text), its nodes and tensor
+    records left as spans of `data` until asked for. Raises LeanUnsupported
+    for text the full parse must judge, ArchiveError as parser.py does."""
+    where = f"program {name!r}"
+    top = _object(data, where)
+    gm_raw = top.get("graph_module")
+    if gm_raw is None:
+        raise LeanUnsupported(where)
+    try:  # the text is scanned twice: for its top level, and this
+        gm = _GRAPH_MODULE.decode(gm_raw)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+        raise LeanUnsupported(f"{where}: {exc}") from None
+    interned = _Interned()
+    texts: set[str] = set()
+    graph = _lean_graph(gm.graph, where, interned, texts)
+    # The small parts (signature, ranges, versions, module call graph) as the
+    # full parse reads them: a document with the graph left out.
+    doc = {k: _loads(v) for k, v in top.items() if k != "graph_module"}
+    gm_doc = {k: _loads(getattr(gm, k)) for k in ("signature", "module_call_graph", "metadata")
+              if len(getattr(gm, k))}
+    return full.assemble_program(doc, gm_doc, graph, name, where, _symbol_texts(graph, texts))
+
+
+class _Interned:
+    """One decoded value per distinct text, for one program's parse: metadata
+    dicts and tensor records repeat across a program's nodes and layers."""
+
+    __slots__ = ("metadata", "tensors", "strings")
+
+    def __init__(self) -> None:
+        self.metadata: dict[bytes, dict[str, str]] = {}
+        self.tensors: dict[bytes, TensorMeta] = {}
+        self.strings: dict[str, str] = {}
+
+
+def _lean_graph(g: _RawGraph, where: str, interned: _Interned, texts: set[str]) -> Graph:
+    """The main graph; `texts` gets the symbolic texts of its tensor records."""
+    gw = f"{where}, graph main"
+    raw_nodes = g.nodes or []
+    # the graph without its nodes and tensor records, through the full parser
+    small = {k: _loads(getattr(g, k)) for k in _SMALL_GRAPH_FIELDS if len(getattr(g, k))}
+    counter = [len(raw_nodes)]
+    full.check_node_count(counter[0], where)
+    graph = full._parse_graph(small, "", 0, counter, where)
+    tv = g.tensor_values or {}
+    values = LazyTensorValues(tv, gw, interned)
+    graph.tensor_values = values  # type: ignore[assignment]  # a read-only Mapping
+    seen: set[bytes] = set()
+    for key, raw in tv.items():
+        text = bytes(raw)
+        # a symbolic size: its hint and its symbols count now (the same text,
+        # the same ones: records repeat across layers)
+        if _may_hold(text, b"as_expr") and text not in seen:
+            seen.add(text)
+            full._collect_hints(_loads(text), graph.size_hints)
+            full.add_symbol_texts(values[key], texts)
+    nodes = LazyNodes(raw_nodes, graph, gw, interned)
+    graph.nodes = nodes  # type: ignore[assignment]  # a read-only Sequence
+    # Nodes holding a control-flow subgraph are made now: their subgraphs
+    # belong to the program's graph tree (and count against the node limit).
+    for i, raw in enumerate(raw_nodes):
+        if len(raw.inputs) and _may_hold(bytes(raw.inputs), b'"as_graph"'):
+            node = nodes[i]
+            for inp in node.inputs:
+                if inp.arg.kind == "as_graph" and isinstance(inp.arg.value, dict):
+                    sub_name = str(inp.arg.value.get("name", f"subgraph_{len(graph.subgraphs)}"))
+                    graph.subgraphs.append(full._parse_graph(
+                        inp.arg.value.get("graph"), sub_name, 1, counter, where,
+                        interned.strings))
+    return graph
+
+
+def _may_hold(text: bytes, key: bytes) -> bool:
+    """Whether a record's text may hold `key`: spelled out, or hidden behind
+    a `\\u` escape (JSON lets any key character be escaped)."""
+    return key in text or b"\\u" in text
+
+
+def _symbol_texts(graph: Graph, texts: set[str]) -> set[str]:
+    """The symbolic texts the range constraints are kept by (parser._used_ranges):
+    `texts` (the main graph's tensor records, collected by _lean_graph), its
+    symbolic values, and everything of its subgraphs (parsed in full)."""
+    for g in graph.walk():
+        if g is not graph:
+            for meta in g.tensor_values.values():
+                full.add_symbol_texts(meta, texts)
+        for values in (g.sym_int_values, g.sym_bool_values, g.sym_float_values):
+            texts.update(v for v in values.values() if isinstance(v, str))
+    return texts
+
+
+class LazyNodes(Sequence[Node]):
+    """A graph's nodes, each made from its span on first access (then kept)."""
+
+    __slots__ = ("_raw", "_made", "_graph", "_where", "_interned")
+
+    def __init__(self, raw: list[_RawNode], graph: Graph, where: str, interned: _Interned) -> None:
+        self._raw = raw
+        self._made: list[Node | None] = [None] * len(raw)
+        self._graph = graph
+        self._where = where
+        self._interned = interned
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self._raw)))]
+        node = self._made[index]
+        return node if node is not None else self._make(index % len(self._raw))
+
+    def __iter__(self) -> Iterator[Node]:
+        made = self._made
+        for i in range(len(made)):
+            node = made[i]
+            yield node if node is not None else self._make(i)
+
+    def made_count(self) -> int:
+        """How many nodes have been made so far (tests, benchmarks)."""
+        return sum(n is not None for n in self._made)
+
+    def _make(self, i: int) -> Node:
+        where = f"{self._where}, node #{i}"
+        try:
+            return self._decode(i, where)
+        except LeanUnsupported as exc:  # valid to msgspec's scan, not to orjson
+            raise ArchiveError(f"{where} is not valid JSON ({exc})") from None
+
+    def _decode(self, i: int, where: str) -> Node:
+        raw = self._raw[i]
+        interned = self._interned
+        meta_text = bytes(raw.metadata) if len(raw.metadata) else b""
+        metadata = interned.metadata.get(meta_text)
+        if metadata is None:
+            metadata = full.node_metadata(_loads(meta_text), where)
+            strings = interned.strings
+            for k, v in metadata.items():
+                metadata[k] = strings.setdefault(v, v)
+            interned.metadata[meta_text] = metadata
+        inputs = bytes(raw.inputs) if len(raw.inputs) else b""
+        outputs = bytes(raw.outputs) if len(raw.outputs) else b""
+        record = {"target": raw.target, "name": raw.name, "inputs": _loads(inputs),
+                  "outputs": _loads(outputs),
+                  "is_hop_single_tensor_return": raw.is_hop_single_tensor_return}
+        # A value nests no deeper than the brackets its text opens: most nodes
+        # open a dozen, and then the per-argument depth walk is skipped.
+        opened = (inputs.count(b"[") + inputs.count(b"{")
+                  + outputs.count(b"[") + outputs.count(b"{"))
+        node = full._node(record, i, self._graph, where, metadata,
+                          shallow=opened <= full.MAX_ARGUMENT_DEPTH)
+        self._made[i] = node
+        return node
+
+
+class LazyTensorValues(Mapping[str, TensorMeta]):
+    """A graph's tensor records by value name, each decoded on first access;
+    records with the same text share one TensorMeta (nothing mutates them)."""
+
+    __slots__ = ("_raw", "_where", "_interned")
+
+    def __init__(self, raw: dict[str, _Raw], where: str, interned: _Interned) -> None:
+        self._raw = raw
+        self._where = where
+        self._interned = interned
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._raw
+
+    def __getitem__(self, key: str) -> TensorMeta:
+        raw = self._raw[key]
+        text = bytes(raw)
+        cache = self._interned.tensors
+        meta = cache.get(text)
+        if meta is None:
+            where = f"{self._where}, tensor {key}"
+            try:
+                meta = full._tensor_meta(_loads(text), where)
+            except LeanUnsupported as exc:
+                raise ArchiveError(f"{where} is not valid JSON ({exc})") from None
+            cache[text] = meta
+        return meta
+
+    def get(self, key: str, default: Any = None) -> Any:  # the hot path of the listing
+        return self[key] if key in self._raw else default
+
+
+__all__ = ["LazyNodes", "LazyTensorValues", "LeanUnsupported", "parse_program_lean"]
