@@ -38,6 +38,10 @@ MAX_ENTRIES = 100_000
 # 100,000-node program with real metadata about 180 MB; parsing costs ~3x the
 # text in memory, so 512 MiB keeps a worst case near 1.5 GB.
 MAX_JSON_BYTES = 512 * 1024 * 1024
+# A program's JSON read by the lean parse (program/lean.py), which holds the text
+# only while scanning it and bounds what it keeps by its own limits
+# (MAX_SCAN_BYTES, MAX_MODEL_VALUES): a genuine 400,000-node program is ~800 MB.
+MAX_PROGRAM_BYTES = 1024 * 1024 * 1024
 # JSON values held in memory at once, counted before parsing as the `{`, `[`
 # and `,` bytes of the records (an upper bound: some sit inside strings). Bytes
 # alone do not bound memory: `{"a":1},` is 8 bytes of text and ~240 bytes of
@@ -300,11 +304,14 @@ class Archive:
         asked for); None when the text needs the full parse to be judged."""
         from inspector.core.program.lean import LeanUnsupported, parse_program_lean
 
-        data = self.read_bytes(self.program_path(name), MAX_JSON_BYTES)
+        held = sum(self._program_values.get(n, 0) for n in self._programs if n != name)
+        data = self.read_bytes(self.program_path(name), MAX_PROGRAM_BYTES)
         try:
-            return parse_program_lean(data, name)
+            program, values = parse_program_lean(data, name, held)
         except LeanUnsupported:
             return None
+        self._program_values[name] = values
+        return program
 
     def _parse_full(self, name: str) -> Program:
         from inspector.core.program import parse_program

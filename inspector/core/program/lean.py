@@ -104,10 +104,30 @@ def _loads(raw: _Raw | bytes | None) -> Any:
         raise LeanUnsupported(str(exc)) from None
 
 
-def parse_program_lean(data: bytes, name: str) -> Program:
-    """The program of `data` (a program's JSON text), its nodes and tensor
-    records left as spans of `data` until asked for. Raises LeanUnsupported
-    for text the full parse must judge, ArchiveError as parser.py does."""
+# --- what the model may cost ------------------------------------------------------
+# The text is held only while it is scanned: nodes and tensor records are then
+# copied out as compact bytes (metadata and records once per distinct text), and
+# the text is dropped. What stays decoded grows with the JSON values the model
+# makes from those copies (node arguments, distinct metadata and records, the
+# small parts), counted before any is made as archive.json_value_count counts:
+# ~120 bytes per value for the densest hostile text, ~100 all-in (model and
+# listing) for real programs. The genuine 400,000-node program (tests/benchmarks/
+# bench_lean.py: 805 MB of JSON, 33.6M values by that count of the whole text)
+# makes ~11.6M: its repeated stack traces and tensor records cost nothing more
+# after the first, which is how it is told from a bomb of the same size, whose
+# values are all distinct or all arguments (tests/security).
+# 12.5M values keeps the densest text near 1.5 GB; text plus copies stays under
+# MAX_SCAN_BYTES, the peak while scanning.
+MAX_MODEL_VALUES = 12_500_000
+MAX_SCAN_BYTES = 1_400 * 1024 * 1024
+
+
+def parse_program_lean(data: bytes, name: str, held: int = 0) -> tuple[Program, int]:
+    """The program of `data` (a program's JSON text) and the JSON values its
+    model may make (MAX_MODEL_VALUES; `held`: those of programs already open).
+    Nodes and tensor records are kept as compact copies of their text until
+    asked for. Raises LeanUnsupported for text the full parse must judge,
+    ArchiveError as parser.py does and for a program over the limits."""
     where = f"program {name!r}"
     top = _object(data, where)
     gm_raw = top.get("graph_module")
@@ -117,56 +137,136 @@ def parse_program_lean(data: bytes, name: str) -> Program:
         gm = _GRAPH_MODULE.decode(gm_raw)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
         raise LeanUnsupported(f"{where}: {exc}") from None
+    g = gm.graph
+    full.check_node_count(len(g.nodes or ()), where)
     interned = _Interned()
+    small_top = {k: bytes(v) for k, v in top.items() if k != "graph_module"}
+    small_gm = {k: bytes(getattr(gm, k)) for k in ("signature", "module_call_graph", "metadata")
+                if len(getattr(gm, k))}
+    small_graph = {k: bytes(getattr(g, k)) for k in _SMALL_GRAPH_FIELDS if len(getattr(g, k))}
+    budget = _Budget(where, MAX_SCAN_BYTES - len(data))
+    nodes, node_values = _compact_nodes(g.nodes or [], interned, budget)
+    records, record_values = _compact_records(g.tensor_values or {}, interned, budget)
+    values = node_values + record_values + sum(
+        _count(t) for part in (small_top, small_gm, small_graph) for t in part.values())
+    del top, gm, g  # the spans of the text: it is freed when the caller drops it
+    if values + held > MAX_MODEL_VALUES:
+        also = f" (plus {held:,} in programs already open)" if held else ""
+        raise ArchiveError(f"{where} would make about {values:,} JSON values{also}, over the "
+                           f"limit of {MAX_MODEL_VALUES:,} values in memory at once")
     texts: set[str] = set()
-    graph = _lean_graph(gm.graph, where, interned, texts)
+    graph = _lean_graph({k: _loads(v) for k, v in small_graph.items()}, nodes, records,
+                        where, interned, texts)
     # The small parts (signature, ranges, versions, module call graph) as the
     # full parse reads them: a document with the graph left out.
-    doc = {k: _loads(v) for k, v in top.items() if k != "graph_module"}
-    gm_doc = {k: _loads(getattr(gm, k)) for k in ("signature", "module_call_graph", "metadata")
-              if len(getattr(gm, k))}
-    return full.assemble_program(doc, gm_doc, graph, name, where, _symbol_texts(graph, texts))
+    doc = {k: _loads(v) for k, v in small_top.items()}
+    gm_doc = {k: _loads(v) for k, v in small_gm.items()}
+    program = full.assemble_program(doc, gm_doc, graph, name, where, _symbol_texts(graph, texts))
+    return program, values
+
+
+def _count(text: bytes) -> int:
+    # archive.json_value_count, without importing the archive (it imports us)
+    return text.count(b",") + text.count(b"{") + text.count(b"[") + 1
+
+
+# A node's compact form: (target, name, inputs text, outputs text, metadata text,
+# is_hop_single_tensor_return); a tuple, not an object: 400k of them.
+_TARGET, _NAME, _INPUTS, _OUTPUTS, _META, _HOP = range(6)
+
+
+class _Budget:
+    """Bytes the copies may take beside the text (MAX_SCAN_BYTES)."""
+
+    __slots__ = ("where", "left")
+
+    def __init__(self, where: str, left: int) -> None:
+        self.where, self.left = where, left
+
+    def take(self, n: int) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise ArchiveError(f"{self.where}: its JSON and the copies kept of its nodes "
+                               f"need more than the limit of {MAX_SCAN_BYTES:,} bytes")
+
+
+def _compact_nodes(raw_nodes: list[_RawNode], interned: _Interned, budget: _Budget
+                   ) -> tuple[list[tuple], int]:
+    """(nodes, the values their arguments and distinct metadata make)."""
+    texts, strings = interned.texts, interned.strings
+    out: list[tuple] = []
+    values = 0
+    for r in raw_nodes:
+        inputs = bytes(r.inputs) if len(r.inputs) else b""
+        outputs = bytes(r.outputs) if len(r.outputs) else b""
+        meta = bytes(r.metadata) if len(r.metadata) else b""
+        shared = texts.get(meta)
+        if shared is None:
+            texts[meta] = shared = meta
+            values += _count(meta)
+            budget.take(len(meta))
+        values += _count(inputs) + _count(outputs) + 6  # the node, its lists
+        budget.take(len(inputs) + len(outputs) + 200)  # + the tuple and its bytes objects
+        target = r.target
+        out.append((strings.setdefault(target, target), r.name, inputs, outputs, shared,
+                    r.is_hop_single_tensor_return))
+    return out, values
+
+
+def _compact_records(raw: dict[str, _Raw], interned: _Interned, budget: _Budget
+                     ) -> tuple[dict[str, bytes], int]:
+    """(name -> the record's text, one bytes per distinct text; values they make)."""
+    texts = interned.texts
+    out: dict[str, bytes] = {}
+    values = 0
+    for key, span in raw.items():
+        text = bytes(span)
+        shared = texts.get(text)
+        if shared is None:
+            texts[text] = shared = text
+            values += _count(text)
+            budget.take(len(text))
+        out[key] = shared
+        values += 2  # its key and slot
+    return out, values
 
 
 class _Interned:
-    """One decoded value per distinct text, for one program's parse: metadata
-    dicts and tensor records repeat across a program's nodes and layers."""
+    """One copy of each distinct text, and one decoded value per distinct text,
+    for one program: metadata and tensor records repeat across nodes and layers."""
 
-    __slots__ = ("metadata", "tensors", "strings")
+    __slots__ = ("texts", "metadata", "tensors", "strings")
 
     def __init__(self) -> None:
+        self.texts: dict[bytes, bytes] = {}
         self.metadata: dict[bytes, dict[str, str]] = {}
         self.tensors: dict[bytes, TensorMeta] = {}
         self.strings: dict[str, str] = {}
 
 
-def _lean_graph(g: _RawGraph, where: str, interned: _Interned, texts: set[str]) -> Graph:
+def _lean_graph(small: dict[str, Any], nodes_raw: list[tuple], records: dict[str, bytes],
+                where: str, interned: _Interned, texts: set[str]) -> Graph:
     """The main graph; `texts` gets the symbolic texts of its tensor records."""
     gw = f"{where}, graph main"
-    raw_nodes = g.nodes or []
     # the graph without its nodes and tensor records, through the full parser
-    small = {k: _loads(getattr(g, k)) for k in _SMALL_GRAPH_FIELDS if len(getattr(g, k))}
-    counter = [len(raw_nodes)]
-    full.check_node_count(counter[0], where)
+    counter = [len(nodes_raw)]
     graph = full._parse_graph(small, "", 0, counter, where)
-    tv = g.tensor_values or {}
-    values = LazyTensorValues(tv, gw, interned)
+    values = LazyTensorValues(records, gw, interned)
     graph.tensor_values = values  # type: ignore[assignment]  # a read-only Mapping
     seen: set[bytes] = set()
-    for key, raw in tv.items():
-        text = bytes(raw)
+    for key, text in records.items():
         # a symbolic size: its hint and its symbols count now (the same text,
         # the same ones: records repeat across layers)
-        if _may_hold(text, b"as_expr") and text not in seen:
+        if text not in seen and _may_hold(text, b"as_expr"):
             seen.add(text)
             full._collect_hints(_loads(text), graph.size_hints)
             full.add_symbol_texts(values[key], texts)
-    nodes = LazyNodes(raw_nodes, graph, gw, interned)
+    nodes = LazyNodes(nodes_raw, graph, gw, interned)
     graph.nodes = nodes  # type: ignore[assignment]  # a read-only Sequence
     # Nodes holding a control-flow subgraph are made now: their subgraphs
     # belong to the program's graph tree (and count against the node limit).
-    for i, raw in enumerate(raw_nodes):
-        if len(raw.inputs) and _may_hold(bytes(raw.inputs), b'"as_graph"'):
+    for i, raw in enumerate(nodes_raw):
+        if raw[_INPUTS] and _may_hold(raw[_INPUTS], b'"as_graph"'):
             node = nodes[i]
             for inp in node.inputs:
                 if inp.arg.kind == "as_graph" and isinstance(inp.arg.value, dict):
@@ -201,7 +301,7 @@ class LazyNodes(Sequence[Node]):
 
     __slots__ = ("_raw", "_made", "_graph", "_where", "_interned")
 
-    def __init__(self, raw: list[_RawNode], graph: Graph, where: str, interned: _Interned) -> None:
+    def __init__(self, raw: list[tuple], graph: Graph, where: str, interned: _Interned) -> None:
         self._raw = raw
         self._made: list[Node | None] = [None] * len(raw)
         self._graph = graph
@@ -237,7 +337,7 @@ class LazyNodes(Sequence[Node]):
     def _decode(self, i: int, where: str) -> Node:
         raw = self._raw[i]
         interned = self._interned
-        meta_text = bytes(raw.metadata) if len(raw.metadata) else b""
+        meta_text = raw[_META]
         metadata = interned.metadata.get(meta_text)
         if metadata is None:
             metadata = full.node_metadata(_loads(meta_text), where)
@@ -245,11 +345,9 @@ class LazyNodes(Sequence[Node]):
             for k, v in metadata.items():
                 metadata[k] = strings.setdefault(v, v)
             interned.metadata[meta_text] = metadata
-        inputs = bytes(raw.inputs) if len(raw.inputs) else b""
-        outputs = bytes(raw.outputs) if len(raw.outputs) else b""
-        record = {"target": raw.target, "name": raw.name, "inputs": _loads(inputs),
-                  "outputs": _loads(outputs),
-                  "is_hop_single_tensor_return": raw.is_hop_single_tensor_return}
+        inputs, outputs = raw[_INPUTS], raw[_OUTPUTS]
+        record = {"target": raw[_TARGET], "name": raw[_NAME], "inputs": _loads(inputs),
+                  "outputs": _loads(outputs), "is_hop_single_tensor_return": raw[_HOP]}
         # A value nests no deeper than the brackets its text opens: most nodes
         # open a dozen, and then the per-argument depth walk is skipped.
         opened = (inputs.count(b"[") + inputs.count(b"{")
@@ -266,7 +364,7 @@ class LazyTensorValues(Mapping[str, TensorMeta]):
 
     __slots__ = ("_raw", "_where", "_interned")
 
-    def __init__(self, raw: dict[str, _Raw], where: str, interned: _Interned) -> None:
+    def __init__(self, raw: dict[str, bytes], where: str, interned: _Interned) -> None:
         self._raw = raw
         self._where = where
         self._interned = interned
@@ -281,8 +379,7 @@ class LazyTensorValues(Mapping[str, TensorMeta]):
         return key in self._raw
 
     def __getitem__(self, key: str) -> TensorMeta:
-        raw = self._raw[key]
-        text = bytes(raw)
+        text = self._raw[key]
         cache = self._interned.tensors
         meta = cache.get(text)
         if meta is None:

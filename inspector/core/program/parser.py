@@ -34,7 +34,7 @@ from inspector.core.symbolic import render_expr
 # CPU on 250,000 (tests/security), against a promise of 20 s per file. 150,000
 # keeps the worst case near 10 s; real programs meet archive.MAX_JSON_VALUES
 # (~107,000 nodes of the toy decoder's kind) first.
-MAX_NODES = 150_000
+MAX_NODES = 500_000
 # Control-flow subgraphs nest a few levels in practice (cond inside map inside
 # while_loop...). Deeper is hostile, and the listing recurses per level.
 MAX_GRAPH_NESTING = 32
