@@ -180,3 +180,34 @@ def test_the_scan_budget_bounds_text_and_copies(small_archive: Path, monkeypatch
     monkeypatch.setattr(lean_mod, "MAX_SCAN_BYTES", len(text) + 100)
     with pytest.raises(ArchiveError, match="limit of"):
         parse_program_lean(text, "model")
+
+
+def test_threads_making_nodes_at_once_get_the_same_objects(small_archive: Path) -> None:
+    import threading
+
+    text = next(iter(_program_texts(small_archive).values()))
+    for _ in range(5):
+        program, _ = parse_program_lean(text, "model")
+        start = threading.Barrier(6)
+        seen: list[list[int]] = []
+
+        def read() -> None:
+            start.wait()
+            seen.append([id(n) for n in program.graph.nodes])
+
+        threads = [threading.Thread(target=read) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert len(seen) == 6 and all(s == seen[0] for s in seen)
+
+
+def test_tensor_records_past_the_limit_are_refused(small_archive: Path, monkeypatch) -> None:
+    text = next(iter(_program_texts(small_archive).values()))
+    records = len(orjson.loads(text)["graph_module"]["graph"]["tensor_values"])
+    monkeypatch.setattr(lean_mod, "MAX_TENSOR_RECORDS", records - 1)
+    with pytest.raises(ArchiveError, match="tensor records, over the limit"):
+        parse_program_lean(text, "model")
+    monkeypatch.setattr(lean_mod, "MAX_TENSOR_RECORDS", records)
+    parse_program_lean(text, "model")

@@ -28,6 +28,7 @@ Nothing from the file is evaluated.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -121,6 +122,11 @@ def _loads(raw: _Raw | bytes | None) -> Any:
 # MAX_SCAN_BYTES, the peak while scanning.
 MAX_MODEL_VALUES = 12_500_000
 MAX_SCAN_BYTES = 1_400 * 1024 * 1024
+# Tensor records per graph: torch writes one per tensor value a node or input
+# defines (100,595 for the 100k-node program), so twice the node limit is more
+# than any program has; records cost little here (one copy per distinct text),
+# but each is a key the listing, search and audit may look up.
+MAX_TENSOR_RECORDS = 2 * full.MAX_NODES
 
 
 def parse_program_lean(data: bytes, name: str, held: int = 0) -> tuple[Program, int]:
@@ -140,6 +146,9 @@ def parse_program_lean(data: bytes, name: str, held: int = 0) -> tuple[Program, 
         raise LeanUnsupported(f"{where}: {exc}") from None
     g = gm.graph
     full.check_node_count(len(g.nodes or ()), where)
+    if len(g.tensor_values or ()) > MAX_TENSOR_RECORDS:
+        raise ArchiveError(f"{where} has {len(g.tensor_values or ()):,} tensor records, over the "
+                           f"limit of {MAX_TENSOR_RECORDS:,} per graph")
     interned = _Interned()
     small_top = {k: bytes(v) for k, v in top.items() if k != "graph_module"}
     small_gm = {k: bytes(getattr(gm, k)) for k in ("signature", "module_call_graph", "metadata")
@@ -300,10 +309,14 @@ def _symbol_texts(graph: Graph, texts: set[str]) -> set[str]:
 class LazyNodes(Sequence[Node]):
     """A graph's nodes, each made from its span on first access (then kept)."""
 
-    __slots__ = ("_raw", "_made", "_graph", "_where", "_interned", "_hits")
+    __slots__ = ("_raw", "_made", "_graph", "_where", "_interned", "_hits", "_lock")
 
     def __init__(self, raw: list[tuple], graph: Graph, where: str, interned: _Interned) -> None:
         self._hits: dict[bytes, list[int]] = {}
+        # The window's tasks and the audit read one program from several
+        # threads: a node is made once, or the listing's node -> line map
+        # (by identity) would miss the copy another thread made.
+        self._lock = threading.Lock()
         self._raw = raw
         self._made: list[Node | None] = [None] * len(raw)
         self._graph = graph
@@ -348,7 +361,9 @@ class LazyNodes(Sequence[Node]):
     def _make(self, i: int) -> Node:
         where = f"{self._where}, node #{i}"
         try:
-            return self._decode(i, where)
+            with self._lock:
+                node = self._made[i]
+                return node if node is not None else self._decode(i, where)
         except LeanUnsupported as exc:  # valid to msgspec's scan, not to orjson
             raise ArchiveError(f"{where} is not valid JSON ({exc})") from None
 
