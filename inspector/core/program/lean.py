@@ -112,15 +112,16 @@ def _loads(raw: _Raw | bytes | None) -> Any:
 # the text is dropped. What stays decoded grows with the JSON values the model
 # makes from those copies (node arguments, distinct metadata and records, the
 # small parts), counted before any is made as archive.json_value_count counts:
-# ~120 bytes per value for the densest hostile text, ~100 all-in (model and
+# 100-120 bytes per value for the densest hostile text, ~100 all-in (model and
 # listing) for real programs. The genuine 400,000-node program (tests/benchmarks/
 # bench_lean.py: 805 MB of JSON, 33.6M values by that count of the whole text)
-# makes ~11.6M: its repeated stack traces and tensor records cost nothing more
-# after the first, which is how it is told from a bomb of the same size, whose
-# values are all distinct or all arguments (tests/security).
-# 12.5M values keeps the densest text near 1.5 GB; text plus copies stays under
-# MAX_SCAN_BYTES, the peak while scanning.
-MAX_MODEL_VALUES = 12_500_000
+# makes 11.6M (2.9M per 100k nodes): its repeated stack traces and tensor
+# records cost nothing more after the first, which is how it is told from a
+# bomb of the same size, whose values are all distinct or all arguments
+# (tests/security: 64 MB of `{"a":1},` counts 16.8M and is refused).
+# 12M values keeps the densest text under ~1.45 GB; text plus copies stays
+# under MAX_SCAN_BYTES, the peak while scanning.
+MAX_MODEL_VALUES = 12_000_000
 MAX_SCAN_BYTES = 1_400 * 1024 * 1024
 # Tensor records per graph: torch writes one per tensor value a node or input
 # defines (100,595 for the 100k-node program), so twice the node limit is more
