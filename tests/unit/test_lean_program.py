@@ -156,8 +156,9 @@ def test_escaped_keys_hide_no_subgraph_or_symbolic_size(corpus) -> None:
     escaped = text.replace(b'"as_graph"', b'"as_gr\\u0061ph"').replace(b'"as_expr"',
                                                                         b'"as_e\\u0078pr"')
     lean, _ = parse_program_lean(escaped, name)
-    whole = parse_program(orjson.loads(escaped), name)
-    assert _dump(lean) == _dump(whole) == _dump(parse_program(orjson.loads(text), name))
+    whole = parse_program(orjson.loads(escaped), name, consume=True)
+    plain = parse_program(orjson.loads(text), name, consume=True)
+    assert _dump(lean) == _dump(whole) == _dump(plain)
     assert lean.graph.subgraphs and lean.graph.size_hints
 
 
