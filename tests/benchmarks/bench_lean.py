@@ -19,8 +19,15 @@ Targets (issue 17), exit 1 on a miss:
   `pt2-inspector list` of the full-size toy decoder, whole process, <= 0.1 s wall
     (best of several runs, bytecode cached as an installed package has it; a busy
     machine inflates wall time: the load average is printed).
-Today (before the lean model) the paint and 400k targets miss: the 400k program
-is refused by the hostile-file limits (MAX_NODES, MAX_JSON_VALUES).
+Before the lean model the paint and 400k targets missed: the 400k program was
+refused by the hostile-file limits (MAX_NODES, MAX_JSON_VALUES). Measured
+2026-12-01 with the lean model (core/program/lean.py; load ~3 on 2 shared CPUs):
+  paint 6.80 s CPU (5.10x a bare loads of 1.33 s), peak 465 MB (was 1.4 GB);
+  open 100k 5.36 s CPU / 405 MB, 400k 22.0 s / 1501 MB: 4.10x; search worst
+  88 ms at 400k; audit 615 ms at 400k (misses: ~31,000 findings are built).
+Paint misses because the listing is still rendered whole before the first
+paint: node materialization and the listing text are each ~1.1-1.5 s of the
+100k's ~3.3 s of quiet CPU, the lean scan ~0.8 s.
 """
 
 from __future__ import annotations
