@@ -9,8 +9,9 @@ stops them within one block of work.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from inspector.core.archive import Archive
@@ -27,11 +28,42 @@ from inspector.core.weights import WeightError, WeightInfo, WeightReader, list_w
 CANCELLED_NOTE = "not computed (cancelled)"
 
 
+class PlaceholderUsers:
+    """The nodes reading each placeholder of a program's top graph, found on the first
+    ask: finding them makes every node of the graph (~1 s at 100k nodes), which the
+    window's weights table must not pay before the listing paints; only a selected
+    weight's "used by" list needs them."""
+
+    __slots__ = ("_program", "_map", "_lock")
+
+    def __init__(self, program: Program) -> None:
+        self._program = program
+        self._map: dict[str, list[str]] | None = None
+        self._lock = threading.Lock()  # a stats task and the GUI thread may both ask
+
+    def of(self, placeholder: str) -> list[str]:
+        with self._lock:
+            if self._map is None:
+                users: dict[str, list[str]] = {}
+                for node in self._program.graph.nodes:  # placeholders: top graph inputs
+                    for name in dict.fromkeys(node.input_names()):
+                        users.setdefault(name, []).append(node.name)
+                self._map = users
+            return self._map.get(placeholder, [])
+
+
 @dataclass(slots=True)
 class WeightEntry:
     info: WeightInfo
     placeholder: str | None  # the top graph's input that carries it (None: unused)
-    users: list[str] = field(default_factory=list)  # nodes reading the placeholder
+    readers: PlaceholderUsers | None = None
+
+    @property
+    def users(self) -> list[str]:
+        """The nodes reading the placeholder (computed on first ask, for all entries)."""
+        if self.placeholder is None or self.readers is None:
+            return []
+        return self.readers.of(self.placeholder)
 
 
 @dataclass(slots=True)
@@ -41,17 +73,12 @@ class StatsResult:
 
 
 def weight_entries(archive: Archive, program_name: str, program: Program) -> list[WeightEntry]:
-    """Every weight of a program (the configs' order) with its placeholder and users."""
+    """Every weight of a program (the configs' order) with its placeholder; the users
+    of each placeholder are found when first asked (PlaceholderUsers)."""
     placeholder = {s.target: s.name for s in program.input_specs if s.target}
-    users: dict[str, list[str]] = {}
-    for node in program.graph.nodes:  # placeholders are inputs of the top graph
-        for name in dict.fromkeys(node.input_names()):
-            users.setdefault(name, []).append(node.name)
-    out = []
-    for info in list_weights(archive, program_name, program):
-        ph = placeholder.get(info.name)
-        out.append(WeightEntry(info, ph, users.get(ph, []) if ph else []))
-    return out
+    readers = PlaceholderUsers(program)
+    return [WeightEntry(info, placeholder.get(info.name), readers)
+            for info in list_weights(archive, program_name, program)]
 
 
 def _base_row(info: WeightInfo, note: str | None) -> dict[str, Any]:

@@ -63,6 +63,21 @@ def test_placeholders_and_users_are_torchs(exported: tuple[Path, Any]) -> None:
     assert len(big.users) == 2  # two slices read it
 
 
+def test_the_rows_make_no_node_until_users_are_asked(exported: tuple[Path, Any]) -> None:
+    """The window lists the weights before the listing paints: the readers of each
+    placeholder (every node of the graph made) are found on the first ask only."""
+    path, ep = exported
+    with open_archive(path) as a:
+        program = a.program("model")
+        nodes = program.graph.nodes
+        entries = weight_entries(a, "model", program)
+        assert nodes.made_count() == 0
+        scale = next(e for e in entries if e.info.name == "scale")
+        torch_users = [u.name for u in next(n for n in ep.graph.nodes
+                                            if n.name == scale.placeholder).users]
+        assert scale.users == torch_users and nodes.made_count() == len(nodes)
+
+
 def test_rows_are_the_commands(exported: tuple[Path, Any]) -> None:
     path, _ = exported
     with open_archive(path) as a:
