@@ -8,7 +8,9 @@ through inspector/ui/tasks.py, and they are unit-tested without Qt.
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ from inspector.core.archive import Archive, open_archive
 from inspector.core.errors import ArchiveError, InspectorError
 from inspector.core.frames import parse_module_stack
 from inspector.core.gcpause import gc_paused
-from inspector.core.listing import CLASS, Listing, render_listing, value_users
+from inspector.core.listing import CLASS, Listing, render_listing, render_listing_chunks, value_users
 from inspector.core.dtypes import DTYPE_ITEMSIZE
 from inspector.core.program import Node, Program, TensorMeta, parse_tensor_meta
 from inspector.core.search import SearchIndex
@@ -59,10 +61,25 @@ class ProgramView:
     weights: list[WeightRow] = field(default_factory=list)
     seconds: float = 0.0  # reading + listing (what the first paint waited for)
     index_seconds: float = 0.0
+    # A big program's listing is streamed: the first chunk is listed before the
+    # view is shown, index_view writes the rest (render_listing_chunks) before it
+    # indexes. `listed` is how many lines are written and consistent (set by the
+    # writing thread after each chunk: read only lines below it while streaming).
+    rest: Iterator[Listing] | None = field(default=None, repr=False)
+    listed: int = 0
+    _graphs_seen: int = field(default=0, repr=False)  # CLASS lines line_graph has seen
+    # one writer at a time: a cancelled stream may still be in its chunk when
+    # another task goes on with the same generator
+    _stream_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def complete(self) -> bool:
         return self.index is not None
+
+    @property
+    def streaming(self) -> bool:
+        """Lines are still being written (index_view writes them)."""
+        return self.rest is not None
 
     @property
     def node_count(self) -> int:
@@ -145,13 +162,52 @@ def build_program_view(archive: Archive, name: str, complete: bool | None = None
     t0 = time.perf_counter()
     with gc_paused(freeze=True):
         program = archive.program(name)
-        listing = render_listing(program)
-        view = ProgramView(name, program, listing, _line_graphs(program, listing),
-                           weights=_weights(archive, name, program))
+        split = not complete and complete is not False and program.node_count > SPLIT_ABOVE_NODES
+        if split:  # paint the first chunk; index_view writes the rest
+            chunks = render_listing_chunks(program)
+            listing = next(chunks)
+        else:
+            chunks, listing = None, render_listing(program)
+        view = ProgramView(name, program, listing, [], weights=_weights(archive, name, program),
+                           rest=chunks)
+        _grow(view)
     view.seconds = time.perf_counter() - t0
-    if complete or (complete is None and program.node_count <= SPLIT_ABOVE_NODES):
+    if not split and complete is not False:
         complete_view(view)
     return view
+
+
+def _grow(view: ProgramView) -> None:
+    """After a chunk: extend line_graph to the written lines, then publish them."""
+    n = len(view.listing.lines)
+    graphs = list(view.program.graphs())
+    kinds, out = view.listing.kinds, view.line_graph
+    current = out[-1] if out else ""
+    for i in range(len(out), n):  # each CLASS line starts the next graph in walk order
+        if kinds[i] == CLASS:
+            if view._graphs_seen < len(graphs):
+                current = graphs[view._graphs_seen].name
+            view._graphs_seen += 1
+        out.append(current)
+    view.listed = n
+
+
+def stream_listing(view: ProgramView, grew: Callable[[int], object] | None = None,
+                   stop: Callable[[], bool] | None = None) -> bool:
+    """Write the rest of a streamed listing (worker side), calling `grew(lines)` after
+    each chunk. False when `stop()` said to stop first (the view stays streaming)."""
+    with view._stream_lock, gc_paused(freeze=True):
+        rest = view.rest
+        if rest is None:
+            return True
+        for _ in rest:
+            _grow(view)
+            if grew is not None:
+                grew(view.listed)
+            if stop is not None and stop():
+                return False
+        view.rest = None
+    return True
 
 
 @dataclass
@@ -170,8 +226,10 @@ class ViewIndex:
 
 
 def index_view(view: ProgramView) -> ViewIndex:
-    """The search index, users and module data of a listed program (worker side)."""
+    """The search index, users and module data of a listed program (worker side);
+    a streamed listing is written whole first."""
     t0 = time.perf_counter()
+    stream_listing(view)
     with gc_paused(freeze=True):
         index = SearchIndex(view.listing)
         users = value_users(view.program, view.listing)
@@ -201,19 +259,6 @@ def _preferred(names: list[str]) -> str:
         if n in names:
             return n
     return names[0]
-
-
-def _line_graphs(program: Program, listing: Listing) -> list[str]:
-    """Each CLASS line starts the next graph in walk order (render order)."""
-    graphs = [g.name for g in program.graphs()]
-    out: list[str] = []
-    current, k = "", -1
-    for kind in listing.kinds:
-        if kind == CLASS:
-            k += 1
-            current = graphs[k] if k < len(graphs) else current
-        out.append(current)
-    return out
 
 
 def _modules(program: Program) -> dict[str, ModuleInfo]:

@@ -20,6 +20,7 @@ import keyword
 import math
 import re
 from dataclasses import dataclass, field
+from collections.abc import Iterator
 from typing import Any
 
 from inspector.core.dtypes import DTYPE_REPR, LAYOUT_NAMES, MEMORY_FORMAT_NAMES
@@ -136,9 +137,8 @@ def torch_release(version: str | None) -> tuple[int, int] | None:
         return None
 
 
-def render_listing(program: Program, torch_version: str | None = None) -> Listing:
-    """The listing as torch `torch_version` prints it; by default as the torch
-    that wrote the archive does (Listing.comments_as says which)."""
+def _new_listing(program: Program, torch_version: str | None) -> Listing:
+    """An empty listing with the comment style of `torch_version` (see render_listing)."""
     listing = Listing()
     if torch_version is None:
         release = torch_release(program.torch_version) or _SUMMARY_STYLE_FROM
@@ -149,8 +149,45 @@ def render_listing(program: Program, torch_version: str | None = None) -> Listin
         listing.comments_as = f"torch {torch_version}"
     listing.legacy_comments = release < _SUMMARY_STYLE_FROM
     listing.hop_attr_metadata = release >= _HOP_ATTR_METADATA_FROM
-    _render_module(listing, program.graph, "GraphModule", 0, program)
     return listing
+
+
+def render_listing(program: Program, torch_version: str | None = None) -> Listing:
+    """The listing as torch `torch_version` prints it; by default as the torch
+    that wrote the archive does (Listing.comments_as says which)."""
+    listing = _new_listing(program, torch_version)
+    for _ in _render_module(listing, program.graph, "GraphModule", 0, program, None):
+        pass
+    return listing
+
+
+# A streamed listing: the first chunk fills a few screens (what the window waits
+# for before it paints), the next ones are bigger (fewer hand-overs to the GUI).
+FIRST_LINES = 1_000
+CHUNK_LINES = 20_000
+
+
+class _Steps:
+    """Where a streamed listing yields next (shared by the graph and its subgraphs)."""
+
+    __slots__ = ("next", "size")
+
+    def __init__(self, first: int, size: int) -> None:
+        self.next, self.size = max(1, first), max(1, size)
+
+
+def render_listing_chunks(program: Program, torch_version: str | None = None,
+                          chunk_lines: int | None = None,
+                          first_lines: int | None = None) -> Iterator[Listing]:
+    """render_listing in steps: yields the one Listing once it holds `first_lines`
+    lines, then each time it has grown by about `chunk_lines`, and once more when
+    it is whole (the same lines as render_listing). Between two steps the listing is consistent: its parallel
+    lists hold the same lines; only `printed`/`file_names` of a graph not yet
+    finished may be missing (they are set when its return line is written)."""
+    listing = _new_listing(program, torch_version)
+    yield from _render_module(listing, program.graph, "GraphModule", 0, program,
+                              _Steps(first_lines or FIRST_LINES, chunk_lines or CHUNK_LINES))
+    yield listing
 
 
 def value_users(program: Program, listing: Listing) -> dict[tuple[str, str], list[int]]:
@@ -177,7 +214,9 @@ def value_users(program: Program, listing: Listing) -> dict[tuple[str, str], lis
 # --- module / graph -----------------------------------------------------------
 
 def _render_module(listing: Listing, graph: Graph, class_name: str, level: int,
-                   program: Program) -> None:
+                   program: Program, steps: _Steps | None) -> Iterator[Listing]:
+    """Writes the graph's class; a generator that yields `listing` at each of
+    `steps` (never when it is None)."""
     pad = INDENT * level
     listing._add(f"{pad}class {class_name}(torch.nn.Module):", CLASS)
     ns = _Namespace()
@@ -228,6 +267,9 @@ def _render_module(listing: Listing, graph: Graph, class_name: str, level: int,
         prev_summary = _summary(listing, node, prev_summary, body, emitted, summaries)
         emitted = True
         _emit_node(listing, graph, node, body, ns, shown)
+        if steps is not None and len(listing.lines) >= steps.next:
+            yield listing
+            steps.next = len(listing.lines) + steps.size
     # FX adds `pass` only to a graph without an output node, and a
     # deserialized graph always has one: an empty graph is just its return.
     listing._add(f"{body}return {_output_text(graph, shown.map)}", RETURN)
@@ -236,7 +278,7 @@ def _render_module(listing: Listing, graph: Graph, class_name: str, level: int,
         listing.file_names[(graph.name, printed)] = name
     for sub in graph.subgraphs:
         listing._add("", BLANK)
-        _render_module(listing, sub, sub.name, level + 1, program)
+        yield from _render_module(listing, sub, sub.name, level + 1, program, steps)
 
 
 class _PrintedNames:
@@ -258,6 +300,9 @@ class _PrintedNames:
         for arg in graph.inputs:
             if any(n in illegal for n in arg.tensor_names()):
                 return cls(_Namespace())
+        may_name = getattr(graph.nodes, "may_name", None)  # lean nodes: ask the text
+        if may_name is not None and not may_name(illegal):
+            return cls(None)
         for node in graph.nodes:
             if node.name in illegal:
                 return cls(_Namespace())

@@ -26,13 +26,15 @@ from inspector.core.annotations import AnnotationLayer, AnnotationStore
 from inspector.core.document import (
     ArchiveDoc,
     ProgramView,
+    ViewIndex,
     build_program_view,
     index_view,
     open_document,
+    stream_listing,
 )
 from inspector.core.gcpause import release_frozen
 from inspector.core.shapes import ProgramShapes, archive_shapes
-from inspector.ui.tasks import TaskGroup
+from inspector.ui.tasks import TaskContext, TaskGroup
 
 # Threads for all in-process work of a window: two parse/index tasks at once (each
 # holds the GIL most of the time, more would not go faster) plus room for a panel's.
@@ -135,6 +137,16 @@ class Document(QObject):
             return False
 
 
+def _stream_and_index(ctx: TaskContext, view: ProgramView) -> ViewIndex | None:
+    """Worker side: the rest of a streamed listing, a progress report after each
+    chunk (the GUI thread reads view.listed then), then the search index."""
+    total = max(1, view.node_count)
+    if not stream_listing(view, grew=lambda lines: ctx.progress(min(1.0, lines / total)),
+                          stop=ctx.cancelled):
+        return None
+    return index_view(view)
+
+
 class Workspace(QObject):
     documentOpened = Signal(object)  # Document: read, its first program built
     documentClosed = Signal(object)  # Document: removed; its archive closes when idle
@@ -144,6 +156,7 @@ class Workspace(QObject):
     compareRequested = Signal(str, str)  # paths A, B: show them side by side
     programLoaded = Signal(object, object)  # Document, ProgramView: built, ready to show
     programIndexed = Signal(object, object)  # Document, ProgramView: search index attached
+    programGrew = Signal(object, object)  # Document, ProgramView: more lines streamed (listed)
     openFailed = Signal(str, str, str)  # path, message, details
     loadFailed = Signal(object, str, str)  # Document, message, details
     status = Signal(str)  # what is being read ("Opening x.pt2 (4.1 MB)…")
@@ -246,16 +259,27 @@ class Workspace(QObject):
         self._index(doc, view)
 
     def _index(self, doc: Document, view: ProgramView) -> None:
-        """Big programs paint first; their search index follows in the background."""
-        if view.complete:
+        """Big programs paint their first chunk of lines; the rest of the listing
+        (programGrew after each chunk) and the search index follow in the background.
+        Closing the document cancels the stream between two chunks."""
+        if view.complete or doc.closed:  # closed by what documentOpened started
             return
-        self._run(doc.tasks, f"Indexing {view.name} ({view.node_count:,} nodes) for search…",
-                  index_view, view, key=f"index:{view.name}",
-                  on_done=lambda idx: self.programIndexed.emit(doc, idx.apply(view)),
+
+        def grew(_fraction: float) -> None:
+            if not doc.closed:
+                self.programGrew.emit(doc, view)
+
+        def indexed(idx: ViewIndex | None) -> None:
+            if idx is not None:  # None: stopped (the document closed)
+                self.programIndexed.emit(doc, idx.apply(view))
+
+        self._run(doc.tasks, f"Listing and indexing {view.name} ({view.node_count:,} nodes)…",
+                  _stream_and_index, view, key=f"index:{view.name}", context=True,
+                  on_progress=grew, on_done=indexed,
                   on_fail=lambda msg, det: self.loadFailed.emit(doc, msg, det))
 
     def _run(self, group: TaskGroup, message: str, fn, *args, on_done, on_fail,
-             key: str | None = None) -> None:
+             key: str | None = None, **options) -> None:
         """A load counted by busyChanged/loadsFinished (cancelled ones included)."""
         self._loads += 1
         if self._loads == 1:
@@ -282,7 +306,7 @@ class Workspace(QObject):
             ended()
             on_fail(msg, det)
 
-        group.start(fn, *args, on_done=done, on_fail=failed, on_end=ended, key=key)
+        group.start(fn, *args, on_done=done, on_fail=failed, on_end=ended, key=key, **options)
 
     def _maybe_loads_finished(self) -> None:
         if self._loads == 0:

@@ -212,3 +212,53 @@ def test_tensor_records_past_the_limit_are_refused(small_archive: Path, monkeypa
         parse_program_lean(text, "model")
     monkeypatch.setattr(lean_mod, "MAX_TENSOR_RECORDS", records)
     parse_program_lean(text, "model")
+
+
+def test_a_streamed_listing_is_the_whole_listing_at_every_step(corpus) -> None:
+    """render_listing_chunks (the window's big programs): each step is a consistent
+    prefix of the whole listing (its parallel lists agree, every node line maps back),
+    and the last step is render_listing's listing, maps included."""
+    from inspector.core.listing import render_listing_chunks
+
+    streamed = 0
+    for archive in corpus:
+        with open_archive(archive.path) as ar:
+            for name in ar.program_names:
+                program = ar.program(name)
+                whole = render_listing(program)
+                steps = 0
+                for listing in render_listing_chunks(program, chunk_lines=5, first_lines=3):
+                    n = len(listing.lines)
+                    assert len(listing.kinds) == len(listing.line_nodes) == n
+                    assert listing.lines == whole.lines[:n], f"{archive.name}/{name}"
+                    assert listing.kinds == whole.kinds[:n]
+                    for node in listing.line_nodes:
+                        if node is not None:
+                            assert listing.line_of(node) == whole.line_of(node) < n
+                    steps += 1
+                assert steps > 1 or len(whole) < 8
+                for attr in ("lines", "kinds", "definitions", "printed", "file_names",
+                             "aliases", "_node_line"):
+                    assert getattr(listing, attr) == getattr(whole, attr), f"{archive.name}/{name}: {attr}"
+                assert [id(n) for n in listing.line_nodes] == [id(n) for n in whole.line_nodes]
+                streamed += steps > 1
+    assert streamed >= 40
+
+
+def test_the_printed_name_check_reads_the_text_without_making_nodes(small_archive: Path) -> None:
+    """_PrintedNames.for_graph (run before the first line): on lean nodes it asks
+    the text, and a name FX may not print (a builtin, in a node or an output)
+    still selects the renaming namespace."""
+    from inspector.core.listing import _ILLEGAL_NAMES, _PrintedNames
+
+    text = next(iter(_program_texts(small_archive).values()))
+    program, _ = parse_program_lean(text, "model")
+    nodes = program.graph.nodes
+    assert _PrintedNames.for_graph(program.graph).ns is None and nodes.made_count() == 0
+    assert not nodes.may_name(_ILLEGAL_NAMES)
+    out = next(n.outputs[0].value["name"] for n in program.graph.nodes
+               if n.outputs and n.outputs[0].kind == "as_tensor")
+    assert nodes.may_name({out}) and nodes.may_name({nodes[0].name})
+    renamed, _ = parse_program_lean(text.replace(f'"{out}"'.encode(), b'"sum"'), "model")
+    assert renamed.graph.nodes.may_name(_ILLEGAL_NAMES)
+    assert _PrintedNames.for_graph(renamed.graph).ns is not None

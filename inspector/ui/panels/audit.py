@@ -268,7 +268,8 @@ class AuditPanel(QWidget):
             self._audit_task.cancel()  # its result would be stale
         doc = self.workspace.find(path)
         if doc is not None:  # reuse the opened archive and the listings already built
-            listings = {n: v.listing for n, v in doc.views.items()}
+            # a listing still streamed in is not shared: the audit lists it itself
+            listings = {n: v.listing for n, v in doc.views.items() if not v.streaming}
             self._audit_task = doc.tasks.start(
                 audit_opened, path, doc.archive, listings, target,
                 on_done=self._audited, on_fail=self._failed, key=AUDIT_SOURCE)

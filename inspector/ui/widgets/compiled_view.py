@@ -271,7 +271,7 @@ class CompiledModelView(QWidget):
 
     def _listing(self, pm: PackageModel):
         view = self.doc.view(pm.program) if pm.program else None
-        return view.listing if view is not None else None
+        return view.listing if view is not None and not view.streaming else None
 
     def _fill_kernels(self, pm: PackageModel) -> None:
         tree = self.kernels

@@ -99,6 +99,18 @@ class ListingView(RowsArea):
         self._update_scrollbars()
         self.viewport().update()
 
+    def append_lines(self, lines: list[str]) -> None:
+        """More lines at the end (a listing streamed in): the scroll range grows, the
+        cursor, scroll position and marks stay. Call it only on a list set_lines was
+        given as a copy: the view extends the list it holds."""
+        if not lines:
+            return
+        lines = mark_lines(lines)
+        self._lines.extend(lines)
+        self._max_len = max(self._max_len, max(map(len, lines)))
+        self._update_scrollbars()
+        self.viewport().update()
+
     def line_count(self) -> int:
         return len(self._lines)
 

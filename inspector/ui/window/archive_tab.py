@@ -34,6 +34,7 @@ class ArchiveTab(QWidget):
         super().__init__(parent)
         self.doc = doc
         self.view: ProgramView | None = None
+        self._shown_lines = 0  # lines of the view the listing widget holds
         self.result: SearchResult | None = None
         self.last_search_ms = 0.0
         outer = QVBoxLayout(self)
@@ -99,11 +100,13 @@ class ArchiveTab(QWidget):
         self.programs.blockSignals(True)
         self.programs.setCurrentText(view.name)
         self.programs.blockSignals(False)
-        self.listing.set_lines(view.listing.lines)
+        # a listing still streamed in: a copy of the lines written so far, which
+        # view_grew extends (the worker appends to the listing's own lists)
+        self.listing.set_lines(view.listing.lines[:view.listed] if view.streaming
+                               else view.listing.lines)
+        self._shown_lines = self.listing.line_count()
         self.refresh_annotations()
-        p = view.program
-        self.info.setText(f"{p.node_count:,} nodes · {len(view.listing):,} lines · "
-                          f"schema {p.schema_version[0]}.{p.schema_version[1]} · torch {p.torch_version}")
+        self._show_info()
         self.result = None
         if self.search.text():
             self.search.emit_query()
@@ -114,9 +117,34 @@ class ArchiveTab(QWidget):
         self.listing.verticalScrollBar().setValue(0)
         self.listing.horizontalScrollBar().setValue(0)
 
+    def _show_info(self) -> None:
+        view = self.view
+        if view is None:
+            return
+        p = view.program
+        lines = f"{self._shown_lines:,} lines so far" if view.streaming else f"{len(view.listing):,} lines"
+        self.info.setText(f"{p.node_count:,} nodes · {lines} · "
+                          f"schema {p.schema_version[0]}.{p.schema_version[1]} · torch {p.torch_version}")
+
+    def view_grew(self, view: ProgramView) -> None:
+        """More lines of a streamed listing were written (view.listed of them)."""
+        if view is not self.view:
+            return
+        n = view.listed if view.streaming else len(view.listing.lines)
+        if n > self._shown_lines:
+            self.listing.append_lines(view.listing.lines[self._shown_lines:n])
+            self._shown_lines = n
+            self._show_info()
+
     def view_completed(self, view: ProgramView) -> None:
-        """The search index of a big program arrived after its first paint."""
-        if view is self.view and self.search.text():
+        """The rest of a big program's listing and its search index arrived after
+        its first paint."""
+        if view is not self.view:
+            return
+        self.view_grew(view)
+        self.refresh_annotations()  # marks on lines streamed after they were resolved
+        self._show_info()
+        if self.search.text():
             self.search.emit_query()
 
     def _program_picked(self, name: str) -> None:

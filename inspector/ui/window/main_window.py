@@ -80,6 +80,8 @@ class MainWindow(QMainWindow):
         self.resize(1400, 880)
         self.last_error: QMessageBox | None = None
         self._history: list[tuple[ArchiveTab, str, int]] = []
+        # a node asked for before its line was streamed in: id(view) -> (tab, program, node)
+        self._pending_node: dict[int, tuple[ArchiveTab, str, str]] = {}
         self._hist_pos = -1
         self._source_nodes: list[int] = []
         self._auto_source = False  # the source pane follows the cursor: no highlight
@@ -145,6 +147,7 @@ class MainWindow(QMainWindow):
         ws.currentChanged.connect(self._current_changed)
         ws.programLoaded.connect(self._program_loaded)
         ws.programIndexed.connect(self._completed)
+        ws.programGrew.connect(self._grew)
         ws.openFailed.connect(lambda path, msg, det: self._failed(Path(path), msg, det))
         ws.loadFailed.connect(lambda doc, msg, det: self._failed(doc.path, msg, det))
         ws.marksChanged.connect(self._marks_changed)
@@ -308,6 +311,7 @@ class MainWindow(QMainWindow):
         if tab is None:
             return  # closed meanwhile
         tab.view_completed(view)
+        self._retry_pending(view)
         if tab is self.current_tab() and tab.view is view:
             self._program_shown(tab)
 
@@ -407,17 +411,42 @@ class MainWindow(QMainWindow):
         if tab.view is not view:
             tab.show_view(view)
             self._program_shown(tab)
+        self._pending_node.pop(id(view), None)
+        shown = tab.listing.line_count() if tab.view is view else len(view.listing)
         for node in view.program.all_nodes():
             if node.name == node_name:
                 line = view.listing.line_of(node)
-                if line is not None:
+                if line is not None and line < shown:
                     tab.jump_to(line)
                     return True
         line = view.listing.definitions.get(("", node_name))  # a graph input (placeholder)
-        if line is not None:
+        if line is not None and line < shown:
             tab.jump_to(line)
             return True
+        if view.streaming or not view.complete:
+            # not streamed in yet: shown when its chunk arrives (_grew), or judged
+            # again once the whole listing is written (_completed)
+            self._pending_node[id(view)] = (tab, program_name, node_name)
         return False
+
+    def _retry_pending(self, view: ProgramView) -> None:
+        pending = self._pending_node.get(id(view))
+        if pending is not None:
+            tab, program, node = pending
+            if tab is self.current_tab() and tab.view is view:
+                self.select_node(program, node)
+            if view.complete:
+                self._pending_node.pop(id(view), None)  # found or not: judged whole
+
+    def _grew(self, doc: Document, view: ProgramView) -> None:
+        tab = self._tab_of(doc)
+        if tab is None:
+            return  # closed meanwhile
+        tab.view_grew(view)
+        if tab is self.current_tab() and tab.view is view:
+            self.cursor_label.setText(
+                f"Line {tab.listing.current_line() + 1:,} of {tab.listing.line_count():,}")
+        self._retry_pending(view)
 
     def _select_later(self, tab: ArchiveTab, program: str, node: str) -> None:
         if tab is self.current_tab() and program in tab.doc.views:
@@ -461,7 +490,7 @@ class MainWindow(QMainWindow):
         if not self.is_loading():
             self.status_label.setText(
                 f"{tab.doc.path.name}: {n_prog} program{'s' if n_prog != 1 else ''} · "
-                f"{view.name}: {view.node_count:,} nodes, {len(view.listing):,} lines "
+                f"{view.name}: {view.node_count:,} nodes, {tab.listing.line_count():,} lines "
                 f"(read in {view.seconds:.2f} s)")
         self._line_changed(tab, tab.listing.current_line())
 
@@ -469,7 +498,7 @@ class MainWindow(QMainWindow):
         if tab is not self.current_tab() or tab.view is None:
             return
         view = tab.view
-        self.cursor_label.setText(f"Line {line + 1:,} of {len(view.listing):,}")
+        self.cursor_label.setText(f"Line {line + 1:,} of {tab.listing.line_count():,}")
         node = view.node_at(line)
         self._pending_frame = None
         if node is None:

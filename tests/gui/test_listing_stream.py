@@ -1,0 +1,85 @@
+"""Issue 17: a big program's listing streams in after its first screen.
+
+The window paints the first chunk of lines, the rest arrives in the background
+(the scroll range grows), and the result is render_listing's listing line for line;
+a node asked for before its line arrived is shown when it does; closing the tab
+stops the stream. The toy decoder is made "big" by lowering the split size."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from inspector.core import document, listing as listing_mod
+from inspector.core.listing import render_listing
+
+
+@pytest.fixture
+def streamed(monkeypatch):
+    monkeypatch.setattr(document, "SPLIT_ABOVE_NODES", 0)
+    monkeypatch.setattr(listing_mod, "FIRST_LINES", 40)
+    monkeypatch.setattr(listing_mod, "CHUNK_LINES", 60)
+
+
+def _shown(tab) -> list[str]:
+    return [tab.listing.line_text(i) for i in range(tab.listing.line_count())]
+
+
+def test_the_listing_streams_in_and_a_node_waits_for_its_line(qtbot, window, toy_archive, streamed):
+    ws = window.workspace
+    counts: list[int] = []
+    at_open: dict[str, object] = {}
+
+    def opened(_path: str) -> None:
+        tab = window.current_tab()
+        at_open.update(lines=tab.listing.line_count(), streaming=tab.view.streaming)
+        ws.programGrew.connect(lambda _d, _v: counts.append(tab.listing.line_count()))
+        # the top graph's last node: far past the first chunk
+        last = tab.view.program.graph.nodes[-1]
+        at_open["node"] = last
+        at_open["selected"] = window.select_node(tab.view.name, last.name)
+
+    window.archiveOpened.connect(opened)
+    with qtbot.waitSignal(window.loadsFinished, timeout=60000):
+        window.open_archive(toy_archive)
+    tab = window.current_tab()
+    view = tab.view
+    whole = render_listing(view.program)
+    assert at_open["streaming"] and 40 <= at_open["lines"] < len(whole) // 4
+    assert at_open["selected"] is False  # not listed yet: shown once its chunk arrived
+    assert view.complete and not view.streaming
+    assert _shown(tab) == whole.lines == view.listing.lines
+    assert len(counts) >= 3 and counts == sorted(counts) and counts[-1] == len(whole)
+    assert tab.listing.current_line() == whole.line_of(at_open["node"])
+    assert view.line_graph == document.build_program_view(tab.doc.archive, view.name,
+                                                          complete=False).line_graph
+    # search runs on the whole listing once it is indexed
+    tab.search.set_text(at_open["node"].name)
+    qtbot.waitUntil(lambda: tab.match_count() > 0, timeout=5000)
+    assert whole.line_of(at_open["node"]) in tab.result.lines
+
+
+def test_closing_the_tab_stops_the_stream(qtbot, window, toy_archive, streamed, monkeypatch):
+    monkeypatch.setattr(listing_mod, "CHUNK_LINES", 1)
+    gate = threading.Event()
+    grown = [0]
+    real = document._grow
+
+    def held(view) -> None:  # the worker waits in its third chunk until the tab closed
+        real(view)
+        grown[0] += 1
+        if grown[0] == 3:
+            gate.wait(20)
+
+    monkeypatch.setattr(document, "_grow", held)
+    with qtbot.waitSignal(window.workspace.programGrew, timeout=60000):
+        window.open_archive(toy_archive)
+    tab = window.current_tab()
+    view, doc = tab.view, tab.doc
+    with qtbot.waitSignal(window.workspace.documentClosed, timeout=5000):
+        window.close_tab(window.tabs.indexOf(tab))
+    gate.set()
+    qtbot.waitUntil(lambda: not doc.tasks.busy(), timeout=20000)
+    assert view.streaming and view.index is None  # stopped after that chunk, never indexed
+    assert grown[0] <= 4 and view.listed < len(render_listing(view.program))
