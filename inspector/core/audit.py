@@ -418,6 +418,29 @@ def _literal_sizes(node: Node) -> Iterable[tuple[str, int]]:
                     yield inp.name, v["as_int"]
 
 
+def _hinted_sizes(node: Node, hints: dict[int, set[str]]) -> list[int]:
+    """The distinct literal sizes of `node` (_literal_sizes) that are keys of `hints`,
+    sorted. The rule's hot loop (a third of a big program's nodes name a size
+    argument), so _literal_sizes is inlined and the usual node costs one pass."""
+    found: set[int] = set()
+    for inp in node.inputs:
+        if inp.name not in _SIZE_ARG_NAMES:
+            continue
+        kind, value = inp.arg.kind, inp.arg.value
+        if kind == "as_int":
+            if isinstance(value, int) and value in hints:
+                found.add(value)
+        elif kind == "as_ints" and isinstance(value, list):
+            found.update(v for v in value if isinstance(v, int) and v in hints)
+        elif kind == "as_sym_ints" and isinstance(value, list):
+            for v in value:
+                if isinstance(v, dict):
+                    v = v.get("as_int")
+                    if isinstance(v, int) and v in hints:
+                        found.add(v)
+    return sorted(found) if found else []
+
+
 def _literal_example_sizes(ctx: _Context) -> None:
     """A literal size equal to a dynamic dim's example size, in a node whose result
     does not depend on that dim: likely a Python int computed from the example
@@ -432,12 +455,7 @@ def _literal_example_sizes(ctx: _Context) -> None:
     for graph in ctx.program.graphs():
         tv = graph.tensor_values
         for node in _mentioning(graph.nodes, _SIZE_ARG_WORDS):
-            for inp in node.inputs:
-                if inp.name in _SIZE_ARG_NAMES:
-                    break
-            else:
-                continue
-            values = sorted({v for _a, v in _literal_sizes(node) if v in by_value})
+            values = _hinted_sizes(node, by_value)
             if not values:
                 continue
             mentioned = _symbols_of(node, tv)
