@@ -330,6 +330,7 @@ class MainWindow(QMainWindow):
         self.tabs.removeTab(index)
         if isinstance(tab, ArchiveTab):
             self._history = [h for h in self._history if h[0] is not tab]
+            self._pending_node = {k: v for k, v in self._pending_node.items() if v[0] is not tab}
             self._hist_pos = len(self._history) - 1
             self.workspace.close(tab.doc)  # its tasks first, then its archive
             tab.deleteLater()
