@@ -84,6 +84,8 @@ class AuditPanel(QWidget):
             devices.changed.connect(self._add_devices)
         self.workspace.documentOpened.connect(self._on_document_opened)
         self.workspace.currentChanged.connect(lambda _doc: self._follow_current())
+        self.workspace.programIndexed.connect(self._listing_whole)
+        self._waiting: str | None = None  # path audited once its listing is whole
 
     # -- layout --
     def _build(self) -> None:
@@ -267,9 +269,14 @@ class AuditPanel(QWidget):
         if self._audit_task is not None:
             self._audit_task.cancel()  # its result would be stale
         doc = self.workspace.find(path)
+        self._waiting = None
+        if doc is not None and any(v.streaming for v in doc.views.values()):
+            # a listing still streamed in: audit once it is whole (_listing_whole)
+            # rather than list the big program a second time, beside the stream
+            self._waiting = path
+            return
         if doc is not None:  # reuse the opened archive and the listings already built
-            # a listing still streamed in is not shared: the audit lists it itself
-            listings = {n: v.listing for n, v in doc.views.items() if not v.streaming}
+            listings = {n: v.listing for n, v in doc.views.items()}
             self._audit_task = doc.tasks.start(
                 audit_opened, path, doc.archive, listings, target,
                 on_done=self._audited, on_fail=self._failed, key=AUDIT_SOURCE)
@@ -277,6 +284,10 @@ class AuditPanel(QWidget):
             self._audit_task = self.tasks.start(
                 audit_file, path, target, on_done=self._audited, on_fail=self._failed,
                 key=AUDIT_SOURCE)
+
+    def _listing_whole(self, doc: Document, _view: object) -> None:
+        if self._waiting is not None and self._waiting == str(doc.path) and not doc.closed:
+            self.audit(self._waiting)
 
     def _audited(self, report: AuditReport) -> None:
         self._cache[_cache_key(report.path, report.target)] = report
