@@ -30,11 +30,14 @@ paint: node materialization and the listing text are each ~1.1-1.5 s of the
 100k's ~3.3 s of quiet CPU, the lean scan ~0.8 s.
 With the streamed listing (the first ~1,000 lines before the paint, the rest in
 the background; the weights panel no longer makes every node on the GUI thread):
-  paint 2.06 s CPU, 2.98 s wall (1.62x a bare loads of 1.27 s), peak 431 MB (load ~3).
-What is left is the lean scan itself (quiet: zip read 0.19 s, msgspec decode
-0.45 s, compact copies 0.38 s, records 0.07 s), ~0.1 s for the first chunk and
-the window, and the stream's thread starting during the paint (counted: CPU of
-all threads).
+  paint 2.06 s CPU, 2.98-3.28 s wall (1.62-1.84x a bare loads of 1.12-1.27 s),
+  peak 431 MB (load ~2-3); audit (size rule's loop inlined) 188 ms at 100k,
+  599 ms at 400k (was 252 / 921 ms in the same conditions).
+What is left of the paint is the lean scan itself (quiet: zip read 0.19 s,
+msgspec decode 0.45 s, compact copies 0.38 s, records 0.07 s), ~0.1 s for the
+first chunk and the window, and the background tasks that start as the tab
+shows (the stream, the Run panel's plan_inputs_of, lexing): counted, since the
+figure is the CPU of all threads.
 """
 
 from __future__ import annotations
