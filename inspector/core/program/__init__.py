@@ -9,9 +9,16 @@ from the model's module would be an import cycle (parser needs the model).
 from __future__ import annotations
 
 from inspector.core.program.model import (
+    FLOAT_WORDS,
     KEYWORD,
     KNOWN_SCHEMA_MAJOR,
+    LITERAL_KINDS,
+    PLAIN_KINDS,
     POSITIONAL,
+    REFERENCE_KEYS,
+    SCALAR_KINDS,
+    SYM_KINDS,
+    ArgKind,
     Argument,
     Device,
     Graph,
@@ -21,7 +28,11 @@ from inspector.core.program.model import (
     OutputSpec,
     Program,
     Range,
+    SymArg,
+    SymScalar,
     TensorMeta,
+    decode_device,
+    sym_scalar,
     value_names,
 )
 from inspector.core.program.parser import (
@@ -33,8 +44,10 @@ from inspector.core.program.parser import (
 )
 
 __all__ = [
-    "KEYWORD", "KNOWN_SCHEMA_MAJOR", "MAX_ARGUMENT_DEPTH", "MAX_GRAPH_NESTING", "MAX_NODES",
-    "POSITIONAL", "Argument", "Device", "Graph", "InputSpec", "NamedArgument", "Node",
-    "OutputSpec", "Program", "Range", "TensorMeta", "parse_program", "parse_tensor_meta",
+    "FLOAT_WORDS", "KEYWORD", "KNOWN_SCHEMA_MAJOR", "LITERAL_KINDS", "MAX_ARGUMENT_DEPTH",
+    "MAX_GRAPH_NESTING", "MAX_NODES", "PLAIN_KINDS", "POSITIONAL", "REFERENCE_KEYS",
+    "SCALAR_KINDS", "SYM_KINDS", "ArgKind", "Argument", "Device", "Graph", "InputSpec",
+    "NamedArgument", "Node", "OutputSpec", "Program", "Range", "SymArg", "SymScalar",
+    "TensorMeta", "decode_device", "parse_program", "parse_tensor_meta", "sym_scalar",
     "value_names",
 ]
