@@ -648,8 +648,7 @@ def _list_text(element: Any) -> Any:
 
 def _device_text(arg: Argument, names: dict[str, str] | None) -> str:
     device = arg.device()
-    if device is None:
-        return repr(arg.value)
+    assert device is not None  # dispatched on the kind
     if device.index is None:
         return f"device(type={device.type!r})"
     return f"device(type={device.type!r}, index={device.index})"

@@ -33,6 +33,7 @@ from inspector.core.program.model import (
     TensorMeta,
     decode_device,
     sym_scalar,
+    sym_size,
     value_names,
 )
 from inspector.core.program.parser import (
@@ -48,6 +49,6 @@ __all__ = [
     "MAX_GRAPH_NESTING", "MAX_NODES", "PLAIN_KINDS", "POSITIONAL", "REFERENCE_KEYS",
     "SCALAR_KINDS", "SYM_KINDS", "ArgKind", "Argument", "Device", "Graph", "InputSpec",
     "NamedArgument", "Node", "OutputSpec", "Program", "Range", "SymArg", "SymScalar",
-    "TensorMeta", "decode_device", "parse_program", "parse_tensor_meta", "sym_scalar",
+    "TensorMeta", "decode_device", "parse_program", "parse_tensor_meta", "sym_scalar", "sym_size",
     "value_names",
 ]

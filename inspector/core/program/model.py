@@ -171,6 +171,19 @@ def sym_scalar(raw: Any) -> SymScalar | None:
     return None
 
 
+def sym_size(raw: Any) -> int | str:
+    """A serialized SymInt size as an int, or its expression's srepr text as
+    written (not rendered), or "?" when damaged."""
+    if type(raw) is int:
+        return raw
+    sym = sym_scalar(raw)
+    if sym is None:
+        return "?"
+    if type(sym.literal) is int:
+        return sym.literal
+    return "?" if sym.expr is None else sym.expr
+
+
 def decode_device(raw: Any) -> Device | None:
     """A serialized Device (`{"type": "cuda", "index": 0}`); None if not an object."""
     if not isinstance(raw, dict):
@@ -271,14 +284,16 @@ class Argument:
         return inner if inner.kind in (K.TENSOR, K.NONE) else None
 
     def device(self) -> Device | None:
-        return decode_device(self.value) if self.kind == K.DEVICE else None
+        """A device argument's Device (`unknown` when damaged: still a device)."""
+        if self.kind != K.DEVICE:
+            return None
+        return decode_device(self.value) or Device("unknown")
 
     def devices(self) -> list[tuple[str | None, Device]]:
         """The devices this argument holds: its own (key None) or, for a
         string-to-argument map, each member's that is a device (by key)."""
         if self.kind == K.DEVICE:
-            device = decode_device(self.value)
-            return [] if device is None else [(None, device)]
+            return [(None, self.device())]  # type: ignore[list-item]
         members = self.mapping()
         if not members:
             return []
