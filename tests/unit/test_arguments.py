@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from archive_factory import ArchiveFactory
 
 from fidelity_cases import Archive, session_corpus, torch_programs
 from inspector.core.archive import open_archive
@@ -47,7 +48,7 @@ _EXPECTED_KINDS = {K.TENSOR, K.TENSORS, K.INT, K.INTS, K.FLOAT, K.BOOL, K.STRING
                    K.LAYOUT, K.MEMORY_FORMAT, K.GRAPH, K.OPTIONAL_TENSORS, K.COMPLEX, K.OPERATOR}
 
 
-def _extra_model(path: Path) -> Path:
+def _extra_model(archives: ArchiveFactory) -> Path:
     import torch
 
     class Corners(torch.nn.Module):
@@ -58,20 +59,18 @@ def _extra_model(path: Path) -> Path:
             cplx = torch.ops.aten.mul.Scalar(x, 1 + 2j)
             return picked, cl, full, cplx
 
-    ep = torch.export.export(Corners(), (torch.randn(2, 3, 4, 4), torch.tensor([0, 1])))
-    torch.export.save(ep, path)
-    return path
+    return archives.export("arguments/corners", Corners(), (torch.randn(2, 3, 4, 4), torch.tensor([0, 1])))
 
 
 @pytest.fixture(scope="session")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> list[Archive]:
+def corpus(tmp_path_factory: pytest.TempPathFactory, archive_factory: ArchiveFactory) -> list[Archive]:
     import transformers  # noqa: F401  (HF output types must be registered for load)
 
     # FIDELITY_ONLY=cond,hf/ narrows the corpus as in the listing test (the
     # coverage asserts then fail on purpose)
     only = [x for x in os.environ.get("FIDELITY_ONLY", "").split(",") if x]
     archives, _ = session_corpus(tmp_path_factory, only or None)
-    extra = _extra_model(tmp_path_factory.mktemp("arguments") / "corners.pt2")
+    extra = _extra_model(archive_factory)
     loadable = []
     for archive in [*archives, Archive("corners", "extra", extra)]:
         try:
