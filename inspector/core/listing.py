@@ -33,9 +33,12 @@ from inspector.core.program import (
     Graph,
     Node,
     Program,
+    SymArg,
 )
 
 K = ArgKind
+_TENSOR = K.TENSOR
+_REPR_KINDS = frozenset({K.INT, K.BOOL, K.STRING})
 
 INDENT = "    "
 
@@ -599,6 +602,11 @@ def _arg_text(arg: Argument, names: dict[str, str] | None = None) -> str:
     kind = arg.kind
     if names and kind != K.STRING_TO_ARGUMENT:  # that one recurses with `names`
         return _renamed(_arg_text(arg), arg, names)
+    if kind == _TENSOR:  # most arguments: kept short for 100k-node programs
+        name = arg.name()
+        return repr(arg.value) if name is None else name
+    if kind in _REPR_KINDS:  # the next most common: a literal is its own value
+        return repr(arg.value)
     text = _FORMATS.get(kind)
     if text is None:
         return f"<{kind}: {json.dumps(arg.value, default=str)[:200]}>"
@@ -630,11 +638,23 @@ def _tensors_text(arg: Argument, names: dict[str, str] | None) -> str:
 
 def _sym_text(arg: Argument, names: dict[str, str] | None = None) -> str:
     sym = arg.sym()
-    if sym is None:
-        return repr(arg.value)
+    return repr(arg.value) if sym is None else _sym_value_text(sym, arg.kind == K.SYM_FLOAT)
+
+
+def _sym_value_text(sym: SymArg, is_float: bool) -> str:
     if sym.name is not None:
         return sym.name
-    return _float_text(sym.literal) if arg.kind == K.SYM_FLOAT else repr(sym.literal)
+    return _float_text(sym.literal) if is_float else repr(sym.literal)
+
+
+def _sym_list_text(arg: Argument, names: dict[str, str] | None) -> str:
+    syms = arg.syms()
+    if syms is None:
+        return repr(arg.value)
+    is_float = arg.kind == K.SYM_FLOATS
+    # a damaged element shows as its raw value, as a damaged single one does
+    return "[" + ", ".join(repr(raw) if s is None else _sym_value_text(s, is_float)
+                           for s, raw in zip(syms, arg.value)) + "]"
 
 
 def _list_text(element: Any) -> Any:
@@ -709,9 +729,9 @@ _FORMATS = {
     K.SYM_INT: _sym_text,
     K.SYM_BOOL: _sym_text,
     K.SYM_FLOAT: _sym_text,
-    K.SYM_INTS: _list_text(_sym_text),
-    K.SYM_BOOLS: _list_text(_sym_text),
-    K.SYM_FLOATS: _list_text(_sym_text),
+    K.SYM_INTS: _sym_list_text,
+    K.SYM_BOOLS: _sym_list_text,
+    K.SYM_FLOATS: _sym_list_text,
     K.SCALAR_TYPE: _enum_text(DTYPE_REPR, "torch.dtype({})"),
     K.MEMORY_FORMAT: _enum_text({k: f"torch.{v}" for k, v in MEMORY_FORMAT_NAMES.items()}, "torch.{}"),
     K.LAYOUT: _enum_text({k: f"torch.{v}" for k, v in LAYOUT_NAMES.items()}, "torch.{}"),

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from inspector.core.dtypes import DTYPE_ABBRS, DTYPE_ITEMSIZE, DTYPE_NAMES
 
@@ -115,6 +115,7 @@ K = ArgKind
 SCALAR_KINDS = frozenset({K.INT, K.FLOAT, K.BOOL, K.STRING})
 LITERAL_KINDS = SCALAR_KINDS | {K.INTS, K.FLOATS, K.BOOLS, K.STRINGS}
 SYM_KINDS = frozenset({K.SYM_INT, K.SYM_FLOAT, K.SYM_BOOL})
+_SYM_LIST_KINDS = frozenset({K.SYM_INTS, K.SYM_FLOATS, K.SYM_BOOLS})
 # Kinds whose values name no graph value: two of them are equal when their
 # serialized values are.
 PLAIN_KINDS = LITERAL_KINDS | {
@@ -135,10 +136,10 @@ _SYM_LITERALS = ("as_int", "as_float", "as_bool")
 FLOAT_WORDS = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
 
 
-@dataclass(slots=True, frozen=True)
-class SymArg:
+class SymArg(NamedTuple):
     """A SymInt/SymFloat/SymBool argument: a symbolic value of the graph by
-    name, or a literal export specialized it to."""
+    name, or a literal export specialized it to. (A tuple: listings make one
+    per symbolic argument, and a frozen dataclass costs several times more.)"""
 
     name: str | None
     literal: int | float | bool | str | None = None  # str: a float word ("Infinity")
@@ -184,12 +185,21 @@ def sym_size(raw: Any) -> int | str:
     return "?" if sym.expr is None else sym.expr
 
 
+_DEVICES: dict[tuple[str, int | None], Device] = {}  # a program names a handful of devices
+
+
 def decode_device(raw: Any) -> Device | None:
     """A serialized Device (`{"type": "cuda", "index": 0}`); None if not an object."""
-    if not isinstance(raw, dict):
+    if type(raw) is not dict:
         return None
     kind, index = raw.get("type", "unknown"), raw.get("index")
-    return Device(kind if type(kind) is str else str(kind), index if type(index) is int else None)
+    key = (kind if type(kind) is str else str(kind), index if type(index) is int else None)
+    device = _DEVICES.get(key)
+    if device is None:
+        device = Device(*key)
+        if len(_DEVICES) < 256:  # shared frozen instances; bounded against hostile input
+            _DEVICES[key] = device
+    return device
 
 
 @dataclass(slots=True, frozen=True)
@@ -230,7 +240,7 @@ class Argument:
         kind, value = self.kind, self.value
         if type(value) is not dict:
             return None
-        if kind == K.TENSOR or kind == K.CUSTOM_OBJ:
+        if kind == "as_tensor" or kind == "as_custom_obj":  # literals: 100k-node listings call this
             name = value.get("name")
         elif kind in SYM_KINDS:
             name = value.get("as_name")
@@ -243,15 +253,14 @@ class Argument:
 
     def sym(self) -> SymArg | None:
         """A SymInt/SymFloat/SymBool argument: its symbol's name or its literal."""
-        value = self.value
-        if self.kind not in SYM_KINDS or type(value) is not dict or len(value) != 1:
+        return _sym_arg(self.value) if self.kind in SYM_KINDS else None
+
+    def syms(self) -> list[SymArg | None] | None:
+        """A SymInt/SymFloat/SymBool list's elements (None for a damaged one);
+        what items() gives, decoded, without an Argument per element."""
+        if self.kind not in _SYM_LIST_KINDS or type(self.value) is not list:
             return None
-        ((key, inner),) = value.items()
-        if key == "as_name":
-            return SymArg(inner) if type(inner) is str else None
-        if key in _SYM_LITERALS:
-            return SymArg(None, inner)
-        return None
+        return [_sym_arg(v) for v in self.value]
 
     def literal(self) -> Any:
         """The value of an int/float/bool/string argument or a list of them, as
@@ -317,6 +326,17 @@ class Argument:
         if self.kind != K.COMPLEX or type(value) is not dict:
             return None
         return complex(_number(value.get("real")), _number(value.get("imag")))
+
+
+def _sym_arg(value: Any) -> SymArg | None:
+    if type(value) is not dict or len(value) != 1:
+        return None
+    ((key, inner),) = value.items()
+    if key == "as_name":
+        return SymArg(inner) if type(inner) is str else None
+    if key in _SYM_LITERALS:
+        return SymArg(None, inner)
+    return None
 
 
 def _number(v: Any) -> float:
