@@ -108,6 +108,9 @@ def agree(arg: Argument, theirs: Any, seen: Counter[str]) -> bool:
         return _float_equal(arg.literal(), theirs)
     if kind in _LIST_KINDS:
         items = arg.items()
+        if kind in (K.SYM_INTS, K.SYM_FLOATS, K.SYM_BOOLS) and (
+                items is None or arg.syms() != [i.sym() for i in items]):
+            return False  # the list decoder and the one-element one disagree
         return items is not None and isinstance(theirs, (list, tuple)) and len(items) == len(theirs) \
             and all(agree(i, t, seen) for i, t in zip(items, theirs))
     if kind in SYM_KINDS:
