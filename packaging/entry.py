@@ -20,16 +20,16 @@ _RUNNABLE = {
 }
 
 
-def main() -> int:
+def main() -> int:  # returns only for `-m MODULE`
     multiprocessing.freeze_support()  # torch's DataLoader & co. re-exec the program
     if len(sys.argv) >= 3 and sys.argv[1] == "-m" and sys.argv[2] in _RUNNABLE:
         import importlib
 
         module = importlib.import_module(_RUNNABLE[sys.argv[2]])
         return module.main(sys.argv[3:])
-    from inspector.cli import main as cli_main
+    from inspector.cli import console
 
-    return cli_main(sys.argv[1:])
+    console()  # as the console script: ends the process (a one-shot command at once)
 
 
 if __name__ == "__main__":

@@ -17,12 +17,19 @@ from typing import Any
 
 class Command:
     """One sub-command: NAME and HELP known up front; `add_arguments` and `run`
-    come from its module, imported on first use (so it looks like the module)."""
+    come from its module, imported on first use (so it looks like the module).
 
-    __slots__ = ("NAME", "HELP", "module_name", "_module")
+    one_shot: the command prints and is done, holding no thread, child process or
+    file open past `run` and registering nothing at exit, so the console entry may
+    run it without the cyclic GC and end its process without the interpreter's
+    teardown (inspector/cli.py `console`)."""
 
-    def __init__(self, name: str, module_name: str, help_text: str) -> None:
+    __slots__ = ("NAME", "HELP", "module_name", "one_shot", "_module")
+
+    def __init__(self, name: str, module_name: str, help_text: str, *,
+                 one_shot: bool = False) -> None:
         self.NAME, self.HELP, self.module_name = name, help_text, module_name
+        self.one_shot = one_shot
         self._module: ModuleType | None = None
 
     @property
@@ -44,7 +51,8 @@ COMMANDS = (
     Command("info", _P + "info",
             "describe an archive: programs, schema/torch versions, records, risk flags, dynamic ranges"),
     Command("list", _P + "listing",
-            "print the readable listing of each program (as print_readable shows it)"),
+            "print the readable listing of each program (as print_readable shows it)",
+            one_shot=True),
     Command("node", _P + "node",
             "one node: its statement, module path, users and stack frames with their local files"),
     Command("shapes", _P + "shapes",

@@ -6,6 +6,7 @@ from the JSON alone (never torch)."""
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 
 from inspector.core.archive import open_archive
@@ -35,12 +36,18 @@ def run(args: argparse.Namespace) -> int:
         for name in names:
             archive.program_path(name)  # a clear error for an unknown name
         out = sys.stdout
-        for name in names:
+        for i, name in enumerate(names):
             program = archive.program(name)
             if not args.program:
                 out.write(f"# program: {name}\n")
             out.write(render_listing(program, torch_version=_as_torch(args.as_torch)).text())
-            archive.forget_program(name)  # free it: one program in memory at a time
+            del program
+            archive.forget_program(name)
+            if i + 1 < len(names):
+                # One program in memory at a time. A parsed program holds cycles
+                # (each node points at its graph), so forgetting it frees nothing
+                # until a collection, and the console runs `list` with the GC off.
+                gc.collect()
     return 0
 
 

@@ -38,6 +38,10 @@ MAX_ENTRIES = 100_000
 # 100,000-node program with real metadata about 180 MB; parsing costs ~3x the
 # text in memory, so 512 MiB keeps a worst case near 1.5 GB.
 MAX_JSON_BYTES = 512 * 1024 * 1024
+# A program's JSON read by the lean parse (program/lean.py), which holds the text
+# only while scanning it and bounds what it keeps by its own limits
+# (MAX_SCAN_BYTES, MAX_MODEL_VALUES): a genuine 400,000-node program is ~800 MB.
+MAX_PROGRAM_BYTES = 1024 * 1024 * 1024
 # JSON values held in memory at once, counted before parsing as the `{`, `[`
 # and `,` bytes of the records (an upper bound: some sit inside strings). Bytes
 # alone do not bound memory: `{"a":1},` is 8 bytes of text and ~240 bytes of
@@ -290,12 +294,29 @@ class Archive:
 
     def _parse_program(self, name: str) -> Program:
         if name not in self._programs:
-            from inspector.core.program import parse_program
-
             # Parsing allocates millions of containers and frees none: see gcpause.py.
             with gc_paused():
-                self._programs[name] = parse_program(self.program_json(name), name, consume=True)
+                self._programs[name] = self._parse_lean(name) or self._parse_full(name)
         return self._programs[name]
+
+    def _parse_lean(self, name: str) -> Program | None:
+        """The lean parse (program/lean.py: nodes kept as spans of the text until
+        asked for); None when the text needs the full parse to be judged."""
+        from inspector.core.program.lean import LeanUnsupported, parse_program_lean
+
+        held = sum(self._program_values.get(n, 0) for n in self._programs if n != name)
+        data = self.read_bytes(self.program_path(name), MAX_PROGRAM_BYTES)
+        try:
+            program, values = parse_program_lean(data, name, held)
+        except LeanUnsupported:
+            return None
+        self._program_values[name] = values
+        return program
+
+    def _parse_full(self, name: str) -> Program:
+        from inspector.core.program import parse_program
+
+        return parse_program(self.program_json(name), name, consume=True)
 
     def programs(self) -> Iterator[Program]:
         for name in self.program_names:

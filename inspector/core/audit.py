@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
@@ -80,6 +81,8 @@ _SIZE_ARG_NAMES = frozenset({
     "repeats", "output_size", "new_size",
 })
 _SIZE_LIST_KINDS = frozenset({ArgKind.INTS, ArgKind.SYM_INTS})
+# as they appear in a node's text (`"name": "size"`), for _mentioning
+_SIZE_ARG_WORDS = tuple(f'"{n}"' for n in sorted(_SIZE_ARG_NAMES))
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 _DEVICE_KINDS = frozenset({ArgKind.DEVICE, ArgKind.STRING_TO_ARGUMENT})
 _PINNED_GUARD = re.compile(r"==\s*-?\d+\s*$|^\s*-?\d+\s*==")
@@ -194,17 +197,37 @@ class _Context:
 
 
 def _source(node: Node) -> str | None:
-    frame = first_user_frame(parse_stack_trace(node.stack_trace))
-    return frame.location if frame else None
+    return _trace_source(node.stack_trace)
 
 
 def _where(node: Node) -> str:
+    return _trace_where(node.stack_trace)
+
+
+# Per stack trace, not per node: a finding repeats on every layer of a big
+# program (31,000 on the 400k-node one), and its nodes share a few traces.
+@lru_cache(maxsize=4096)
+def _trace_source(trace: str | None) -> str | None:
+    frame = first_user_frame(parse_stack_trace(trace))
+    return frame.location if frame else None
+
+
+@lru_cache(maxsize=4096)
+def _trace_where(trace: str | None) -> str:
     """The library line a node came from, when it is not the user's own line."""
-    frame = summary_frame(node.stack_trace)
-    if not frame or first_user_frame(parse_stack_trace(node.stack_trace)) and \
+    frame = summary_frame(trace)
+    if not frame or first_user_frame(parse_stack_trace(trace)) and \
             not is_library_file(frame[0]):
         return ""
     return f" (in {_short_path(frame[0])}:{frame[1]}, {frame[2]})"
+
+
+def _mentioning(nodes: Sequence[Node], words: Iterable[str]) -> Iterable[Node]:
+    """The nodes a rule must look at: where the program keeps its nodes' text
+    (core/program/lean.py), those whose arguments may hold one of `words`;
+    otherwise all of them."""
+    pick = getattr(nodes, "mentioning", None)
+    return pick(words) if pick is not None else nodes
 
 
 def _short_path(path: str) -> str:
@@ -223,7 +246,8 @@ def _device_args(node: Node) -> Iterable[tuple[str, Device]]:
 
 def _device_literals(ctx: _Context) -> None:
     target = ctx.target
-    for node in ctx.program.all_nodes():
+    nodes = (n for g in ctx.program.graphs() for n in _mentioning(g.nodes, _DEVICE_KINDS))
+    for node in nodes:
         # Cheap test first: 100k nodes, a few dozen with a device argument.
         for inp in node.inputs:
             if inp.arg.kind in _DEVICE_KINDS:
@@ -408,7 +432,7 @@ def _literal_example_sizes(ctx: _Context) -> None:
         return
     for graph in ctx.program.graphs():
         tv = graph.tensor_values
-        for node in graph.nodes:
+        for node in _mentioning(graph.nodes, _SIZE_ARG_WORDS):
             for inp in node.inputs:
                 if inp.name in _SIZE_ARG_NAMES:
                     break
@@ -481,18 +505,18 @@ def _portability(ctx: _Context) -> None:
                     "tuples/dicts from forward before exporting")
     first: dict[str, tuple[Node, int]] = {}
     namespaces: dict[str, str | None] = {}  # a program has few distinct targets
-    for node in program.all_nodes():
-        target = node.target
-        if target in namespaces:
-            ns = namespaces[target]
-        else:
-            ns = namespaces[target] = _custom_namespace(target)
-        if ns is None:
-            continue
-        if ns in first:
-            first[ns] = (first[ns][0], first[ns][1] + 1)
-        else:
-            first[ns] = (node, 1)
+    for graph in program.graphs():
+        targets = getattr(graph.nodes, "targets", None)  # without making the nodes
+        for i, target in enumerate(targets() if targets else (n.target for n in graph.nodes)):
+            ns = namespaces.get(target, "")
+            if ns == "":
+                ns = namespaces[target] = _custom_namespace(target)
+            if ns is None:
+                continue
+            if ns in first:
+                first[ns] = (first[ns][0], first[ns][1] + 1)
+            else:
+                first[ns] = (graph.nodes[i], 1)
     for ns, (node, count) in sorted(first.items()):
         ctx.add(PORTABILITY, WARNING,
                 f"{count} node(s) call ops outside torch ({ns}, e.g. {node.target}): the library "

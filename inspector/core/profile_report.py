@@ -10,6 +10,8 @@ forward time: the two differ by the instrumentation's cost, reported beside them
 - ops: per target as the listing prints it (`torch.ops.aten.mm.default`).
 - sources: per source line, the frame the listing's `# File:` comment names (the
   innermost one); nodes without a stack trace are left out of this rollup.
+Each op and source row names its `slowest` node, so a viewer can jump from a row
+to a node of the listing (the window's rollup tables do).
 """
 
 from __future__ import annotations
@@ -65,29 +67,40 @@ def module_rollup(nodes: list[dict[str, Any]], index: dict[str, NodeInfo]) -> li
             row["ms"] += n["ms"]
             row["nodes"] += 1
             parent = entry.path
-    for row in rows.values():
+    _finish(rows.values(), total)
+    return sorted(rows.values(), key=lambda r: (-r["ms"], r["path"]))
+
+
+def _add(row: dict[str, Any], node: dict[str, Any], slowest: dict[int, float]) -> None:
+    row["ms"] += node["ms"]
+    row["nodes"] += 1
+    if node["ms"] > slowest.get(id(row), -1.0):
+        slowest[id(row)] = node["ms"]
+        row["slowest"] = node["name"]
+
+
+def _finish(rows: Iterable[dict[str, Any]], total: float) -> None:
+    for row in rows:
         row["ms"] = _round(row["ms"])
         row["share"] = _share(row["ms"], total)
-    return sorted(rows.values(), key=lambda r: (-r["ms"], r["path"]))
 
 
 def op_rollup(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     total = sum(n["ms"] for n in nodes)
     rows: dict[str, dict[str, Any]] = {}
+    slowest: dict[int, float] = {}
     for n in nodes:
         row = rows.setdefault(n["target"], {"target": n["target"], "ms": 0.0, "share": 0.0,
-                                            "nodes": 0})
-        row["ms"] += n["ms"]
-        row["nodes"] += 1
-    for row in rows.values():
-        row["ms"] = _round(row["ms"])
-        row["share"] = _share(row["ms"], total)
+                                            "nodes": 0, "slowest": n["name"]})
+        _add(row, n, slowest)
+    _finish(rows.values(), total)
     return sorted(rows.values(), key=lambda r: (-r["ms"], r["target"]))
 
 
 def source_rollup(nodes: list[dict[str, Any]], index: dict[str, NodeInfo]) -> list[dict[str, Any]]:
     total = sum(n["ms"] for n in nodes)
     rows: dict[tuple[str, int], dict[str, Any]] = {}
+    slowest: dict[int, float] = {}
     for n in nodes:
         info = index.get(n["name"])
         if info is None or not info.frames:
@@ -95,12 +108,9 @@ def source_rollup(nodes: list[dict[str, Any]], index: dict[str, NodeInfo]) -> li
         f = info.frames[-1]
         row = rows.setdefault((f.file, f.line), {
             "file": f.file, "line": f.line, "function": f.function, "code": f.code,
-            "user": f.is_user, "ms": 0.0, "share": 0.0, "nodes": 0})
-        row["ms"] += n["ms"]
-        row["nodes"] += 1
-    for row in rows.values():
-        row["ms"] = _round(row["ms"])
-        row["share"] = _share(row["ms"], total)
+            "user": f.is_user, "ms": 0.0, "share": 0.0, "nodes": 0, "slowest": n["name"]})
+        _add(row, n, slowest)
+    _finish(rows.values(), total)
     return sorted(rows.values(), key=lambda r: (-r["ms"], r["file"], r["line"]))
 
 

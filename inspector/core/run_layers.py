@@ -10,8 +10,9 @@ names, which are the names the listing prints):
 - "check": an error mark per failing node with torch's message as the (plain-text)
   tooltip, a warning mark per node a dry run could not decide (`unchecked`).
 
-Rows for the panel's tables come from the same result (`node_rows`, `failure_rows`),
-so the table, the gutter and the details pane read one set of numbers.
+Rows for the panel's tables come from the same result (`node_rows`, `failure_rows`,
+and the rollups by op and by source line: `op_rows`, `source_rows`), so the tables,
+the gutter and the details pane read one set of numbers.
 """
 
 from __future__ import annotations
@@ -62,6 +63,34 @@ class FailureRow:
     where: str  # the innermost frame outside torch, "file:line" ("" if none)
 
 
+@dataclass(frozen=True, slots=True)
+class OpRow:
+    """One target's nodes in one program (the job's `ops` rollup)."""
+
+    program: str
+    target: str
+    ms: float
+    share: float
+    nodes: int
+    slowest: str  # the name of its slowest node ("" if the result names none)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRow:
+    """The nodes one source line made, in one program (the job's `sources` rollup)."""
+
+    program: str
+    file: str
+    line: int | None
+    function: str
+    code: str
+    user: bool
+    ms: float
+    share: float
+    nodes: int
+    slowest: str
+
+
 def _programs(result: dict[str, Any]) -> list[dict[str, Any]]:
     return [p for p in result.get("programs") or [] if isinstance(p, dict) and p.get("name")]
 
@@ -83,6 +112,38 @@ def node_rows(result: dict[str, Any]) -> list[NodeRow]:
                                     _float(n.get("ms")), _float(n.get("share")),
                                     _line(n.get("line")), str(n.get("module") or "")))
     return rows
+
+
+def _rollup(result: dict[str, Any], key: str) -> list[tuple[str, dict[str, Any], str]]:
+    """(program, row, slowest node) of one rollup. A result from before rows named
+    their slowest node: the slowest node of the program with the row's target."""
+    out = []
+    for p in _programs(result):
+        slowest_of: dict[str, str] = {}
+        for n in sorted((n for n in p.get("nodes") or [] if isinstance(n, dict)),
+                        key=lambda n: _float(n.get("ms"))):
+            slowest_of[str(n.get("target") or "")] = str(n.get("name") or "")
+        for r in p.get(key) or []:
+            if isinstance(r, dict):
+                named = r.get("slowest")
+                slowest = named if isinstance(named, str) else (
+                    slowest_of.get(str(r.get("target") or ""), "") if key == "ops" else "")
+                out.append((str(p["name"]), r, slowest))
+    return out
+
+
+def op_rows(result: dict[str, Any]) -> list[OpRow]:
+    return [OpRow(program, str(r.get("target") or ""), _float(r.get("ms")),
+                  _float(r.get("share")), _line(r.get("nodes")) or 0, slowest)
+            for program, r, slowest in _rollup(result, "ops")]
+
+
+def source_rows(result: dict[str, Any]) -> list[SourceRow]:
+    return [SourceRow(program, str(r.get("file") or ""), _line(r.get("line")),
+                      str(r.get("function") or ""), str(r.get("code") or ""),
+                      r.get("user") is True, _float(r.get("ms")), _float(r.get("share")),
+                      _line(r.get("nodes")) or 0, slowest)
+            for program, r, slowest in _rollup(result, "sources")]
 
 
 def _where(frames: Any) -> str:

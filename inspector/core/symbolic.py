@@ -53,12 +53,12 @@ def parse_srepr(text: str) -> object:
     return tree
 
 
-def _tokenize(text: str) -> list[tuple[str, str]]:
+def _tokenize(text: str, token: re.Pattern[str] = _TOKEN) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     i = 0
     text = text.strip()
     while i < len(text):
-        m = _TOKEN.match(text, i)
+        m = token.match(text, i)
         if not m or m.end() == i:
             raise ExprSyntaxError(f"unexpected character {text[i]!r}")
         kind = m.lastgroup
@@ -112,6 +112,98 @@ def _parse(tokens: list[tuple[str, str]], pos: int, depth: int) -> tuple[int, ob
     if text in constants:
         return pos, constants[text]
     return pos, Call("Name", (text,), ())
+
+
+# --- printed text -------------------------------------------------------------
+# torch keys the ranges of derived dims (`torch.export.Dim` arithmetic) by the
+# expression as sympy prints it (`2*s40 + 1`), not by srepr. This reads that text
+# into the same Call tree parse_srepr gives (Add, Mul, Pow, FloorDiv, Mod, Neg,
+# Name, ints, and calls such as `Max(s0, s1)`), so one checker vets both forms.
+
+_PRINTED_TOKEN = re.compile(r"\s*(?:(?P<num>\d+)|(?P<name>[A-Za-z_][A-Za-z_0-9]*)"
+                            r"|(?P<op>\*\*|//|[-+*/%(),]))")
+
+
+def parse_printed(text: str) -> object:
+    """Printed sympy arithmetic (`2*s40 + 1`, `(s0//2)`, `Max(1, s3)`) -> Call tree.
+    Raises ExprSyntaxError outside that grammar; never evaluates anything."""
+    if len(text) > MAX_EXPR_CHARS:
+        raise ExprSyntaxError("expression too long")
+    tokens = _tokenize(text, _PRINTED_TOKEN)
+    if not tokens:
+        raise ExprSyntaxError("empty expression")
+    pos, tree = _printed_sum(tokens, 0, 0)
+    if pos != len(tokens):
+        raise ExprSyntaxError(f"unexpected {tokens[pos][1]!r}")
+    return tree
+
+
+def _peek(tokens: list[tuple[str, str]], pos: int) -> str | None:
+    return tokens[pos][1] if pos < len(tokens) and tokens[pos][0] == "op" else None
+
+
+def _printed_sum(tokens: list[tuple[str, str]], pos: int, depth: int) -> tuple[int, object]:
+    if depth > MAX_EXPR_DEPTH:
+        raise ExprSyntaxError("expression nested too deeply")
+    pos, left = _printed_product(tokens, pos, depth + 1)
+    while (op := _peek(tokens, pos)) in ("+", "-"):
+        pos, right = _printed_product(tokens, pos + 1, depth + 1)
+        left = Call("Add", (left, right if op == "+" else Call("Neg", (right,), ())), ())
+    return pos, left
+
+
+_PRODUCT_HEADS = {"*": "Mul", "//": "FloorDiv", "%": "Mod"}
+
+
+def _printed_product(tokens: list[tuple[str, str]], pos: int, depth: int) -> tuple[int, object]:
+    pos, left = _printed_unary(tokens, pos, depth + 1)
+    while (op := _peek(tokens, pos)) in ("*", "/", "//", "%"):
+        pos, right = _printed_unary(tokens, pos + 1, depth + 1)
+        if op == "/":
+            right, op = Call("Pow", (right, -1), ()), "*"
+        left = Call(_PRODUCT_HEADS[op], (left, right), ())
+    return pos, left
+
+
+def _printed_unary(tokens: list[tuple[str, str]], pos: int, depth: int) -> tuple[int, object]:
+    if depth > MAX_EXPR_DEPTH:
+        raise ExprSyntaxError("expression nested too deeply")
+    if _peek(tokens, pos) == "-":
+        pos, value = _printed_unary(tokens, pos + 1, depth + 1)
+        return pos, Call("Neg", (value,), ())
+    pos, base = _printed_atom(tokens, pos, depth + 1)
+    if _peek(tokens, pos) == "**":
+        pos, exp = _printed_unary(tokens, pos + 1, depth + 1)
+        return pos, Call("Pow", (base, exp), ())
+    return pos, base
+
+
+def _printed_atom(tokens: list[tuple[str, str]], pos: int, depth: int) -> tuple[int, object]:
+    if pos >= len(tokens):
+        raise ExprSyntaxError("unexpected end")
+    kind, text = tokens[pos]
+    if kind == "num":
+        return pos + 1, int(text)
+    if (kind, text) == ("op", "("):
+        pos, inner = _printed_sum(tokens, pos + 1, depth + 1)
+        if _peek(tokens, pos) != ")":
+            raise ExprSyntaxError("unclosed '('")
+        return pos + 1, inner
+    if kind != "name":
+        raise ExprSyntaxError(f"unexpected {text!r}")
+    if _peek(tokens, pos + 1) != "(":
+        return pos + 1, Call("Name", (text,), ())
+    pos += 2
+    args: list[object] = []
+    while True:
+        pos, arg = _printed_sum(tokens, pos, depth + 1)
+        args.append(arg)
+        op = _peek(tokens, pos)
+        if op == ")":
+            return pos + 1, Call(text, tuple(args), ())
+        if op != ",":
+            raise ExprSyntaxError("expected ',' or ')'")
+        pos += 1
 
 
 # --- printing -----------------------------------------------------------------

@@ -13,9 +13,11 @@ So, before torch sees anything:
    and the error names them. Sample inputs are never read, trusted or not.
 2. Each program's JSON is checked: every `expr_str` must parse in the strict srepr
    grammar (`inspector.core.symbolic`) using only known sympy/torch function names;
-   range-constraint keys must be symbol names; `guards_code` must use only the guard
-   grammar (`L['name'].size()[N]`, integers, comparisons, arithmetic); node targets
-   must be ATen/prims/higher-order ops or a small set of Python operators. These are
+   range-constraint keys must be symbol names or a derived dim's printed arithmetic
+   over them (`2*s40 + 1`, parsed by the same small grammar, never evaluated);
+   `guards_code` must use only the guard grammar (`L['name'].size()[N]`, integers,
+   comparisons, arithmetic); node targets must be ATen/prims/higher-order ops, a
+   small set of Python operators, or functorch's pre-dispatch vmap/jvp wrappers. These are
    refused whatever `trust` says: a genuine export never needs anything else.
 3. torch then builds the programs from exactly the bytes we vetted, through its own
    internals (`_build_file_map`, `ExportedProgramDeserializer`), with empty sample
@@ -39,7 +41,7 @@ import orjson
 
 from inspector.core import archive as core
 from inspector.core.errors import ArchiveError, InspectorError
-from inspector.core.symbolic import Call, ExprSyntaxError, parse_srepr
+from inspector.core.symbolic import Call, ExprSyntaxError, parse_printed, parse_srepr
 
 EXTRA_RECORD = "pt2_inspector.json"  # written by jobs/export.py
 
@@ -59,6 +61,8 @@ class UnsafeProgramError(InspectorError):
 # --- grammars -----------------------------------------------------------------
 
 _SYMBOL = re.compile(r"^[a-z]{1,6}\d{1,9}$")  # s0, u12, ps3, zuf0, ...
+# torch's deserializer int()s what follows these in a range key (SymT.UNBACKED_*)
+_UNBACKED_PREFIXES = ("u", "zuf")
 _NUMBER_TEXT = re.compile(r"^[-+]?\d+(\.\d*)?([eE][-+]?\d+)?$")
 _FUNCTIONS = frozenset("""
 Symbol Integer Rational Float Add Mul Pow Max Min Mod Abs floor ceiling sqrt Neg Name
@@ -81,6 +85,11 @@ _GUARD_TOKEN = re.compile(r"""\s*(?:
   | \b(?:and|or|not|True|False)\b
 )""", re.VERBOSE)
 
+PREDISPATCH_WRAPPERS = (
+    "_add_batch_dim", "_remove_batch_dim", "_vmap_increment_nesting", "_vmap_decrement_nesting",
+    "lazy_load_decompositions", "_jvp_increment_nesting", "_jvp_decrement_nesting",
+    "_make_dual", "_unpack_dual", "_unwrap_for_grad", "_enter_dual_level", "_exit_dual_level",
+)
 _TARGET = re.compile(
     r"^(?:torch\.ops\.(?:aten|prims)\.[A-Za-z_]\w*\.[A-Za-z_]\w*"
     r"|torch\.ops\.higher_order\.[A-Za-z_]\w*"
@@ -88,7 +97,11 @@ _TARGET = re.compile(
     r"|gt|ge|and_|or_|xor|not_|invert|lshift|rshift)"
     r"|math\.(?:ceil|floor|trunc|sqrt)"
     r"|torch\.(?:sym_float|sym_int|sym_max|sym_min|sym_not|sym_ite|sym_sqrt|sym_sum"
-    r"|_sym_sqrt|sym_float|_check|_check_is_size|_assert|_assert_async))$"
+    r"|_sym_sqrt|sym_float|_check|_check_is_size|_assert|_assert_async)"
+    # functorch's pre-dispatch wrappers: export writes them as plain call_function
+    # nodes where a program vmaps (associative_scan's generic combine does). Each
+    # only pushes/pops a functorch level or (un)wraps a batched/dual tensor.
+    r"|torch\._functorch\.predispatch\.(?:" + "|".join(PREDISPATCH_WRAPPERS) + r"))$"
 )
 # aten ops that touch files: not code execution, but no graph we run needs them.
 _DENIED_OPS = re.compile(r"^torch\.ops\.aten\.(?:from_file|_load_\w*|save)\.")
@@ -109,22 +122,47 @@ def check_expr(text: Any, where: str) -> None:
         raise UnsafeProgramError(
             f"{where}: symbolic shape {text[:80]!r} is outside the srepr grammar ({exc})"
         ) from None
+    _check_tree(tree, f"symbolic shape {text[:80]!r}", where)
+
+
+def check_range_key(key: Any, where: str) -> None:
+    """A range_constraints key: a symbol name, or a derived dim's printed expression
+    (`2*s40 + 1`, from `torch.export.Dim` arithmetic). torch's deserializer never
+    parses a key: it looks keys up by `str()` of the symbols and expressions it
+    builds from the vetted `expr_str`s, and reads the number after an unbacked
+    prefix (`u12`, `zuf3`) with int(). So a key must be printed arithmetic over
+    symbol names and known functions, and only a plain symbol may start with an
+    unbacked prefix (anything else would break torch's int())."""
+    if not isinstance(key, str) or len(key) > MAX_EXPR_CHARS:
+        raise UnsafeProgramError(f"{where}: range constraint key is not a short string")
+    if _SYMBOL.fullmatch(key):
+        return
+    what = f"range constraint key {key[:80]!r}"
+    if key.startswith(_UNBACKED_PREFIXES):
+        raise UnsafeProgramError(f"{where}: {what} starts like an unbacked symbol "
+                                 "but is not a symbol name")
+    try:
+        tree = parse_printed(key)
+    except ExprSyntaxError as exc:
+        raise UnsafeProgramError(f"{where}: {what} is neither a symbol name nor a "
+                                 f"derived dim's expression ({exc})") from None
+    _check_tree(tree, what, where)
+
+
+def _check_tree(tree: Any, what: str, where: str) -> None:
     stack: list[tuple[Any, Any]] = [(tree, None)]
     while stack:
         node, parent = stack.pop()
         if isinstance(node, Call):
             if node.head not in _FUNCTIONS:
-                raise UnsafeProgramError(f"{where}: unknown function {node.head!r} in "
-                                         f"symbolic shape {text[:80]!r}")
+                raise UnsafeProgramError(f"{where}: unknown function {node.head!r} in {what}")
             if node.head == "Name" and not (
                 isinstance(node.args[0], str) and _SYMBOL.fullmatch(node.args[0])
             ):
-                raise UnsafeProgramError(f"{where}: unknown name {node.args[0]!r} in "
-                                         f"symbolic shape {text[:80]!r}")
+                raise UnsafeProgramError(f"{where}: unknown name {node.args[0]!r} in {what}")
             for key, value in node.kwargs:
                 if key not in _ASSUMPTIONS or not isinstance(value, (bool, int)):
-                    raise UnsafeProgramError(f"{where}: unexpected keyword {key!r} in "
-                                             f"symbolic shape {text[:80]!r}")
+                    raise UnsafeProgramError(f"{where}: unexpected keyword {key!r} in {what}")
             stack.extend((a, node) for a in node.args)
         elif isinstance(node, str):
             head = parent.head if isinstance(parent, Call) else None
@@ -132,8 +170,7 @@ def check_expr(text: Any, where: str) -> None:
                 head in ("Float", "Integer", "Rational") and _NUMBER_TEXT.fullmatch(node)
             ) or (head == "Name")
             if not ok:
-                raise UnsafeProgramError(f"{where}: unexpected string {node[:40]!r} in "
-                                         f"symbolic shape {text[:80]!r}")
+                raise UnsafeProgramError(f"{where}: unexpected string {node[:40]!r} in {what}")
 
 
 def check_guard(text: Any, where: str) -> None:
@@ -170,9 +207,7 @@ def check_program(name: str, doc: Any) -> set[str]:
     if not isinstance(doc, dict) or not isinstance(doc.get("graph_module"), dict):
         raise UnsafeProgramError(f"{where}: not an exported program")
     for key in (doc.get("range_constraints") or {}):
-        if not _SYMBOL.fullmatch(str(key)):
-            raise UnsafeProgramError(f"{where}: range constraint key {str(key)[:40]!r} "
-                                     "is not a symbol name")
+        check_range_key(key, where)
     for guard in doc.get("guards_code") or []:
         check_guard(guard, where)
     types: set[str] = set()
@@ -447,6 +482,59 @@ def _cached_schema_hints() -> Iterator[None]:
         serialize.typing = real  # type: ignore[assignment]
 
 
+@contextlib.contextmanager
+def _cached_sympify() -> Iterator[None]:
+    """torch's deserializer `sympify`s the `expr_str` of every symbolic size it meets
+    (3,384 calls on the full-size decoder, 19 distinct strings: 1.4 s). While we
+    deserialize, its module's `sympy.sympify` answers a string it has parsed once
+    from a cache. Only srepr text that names every symbol with `Symbol(...)` is
+    cached: its value does not depend on the `locals` torch passes (a bare name like
+    `s0` does: it is looked up there, so it goes to sympify each time). Each string
+    was vetted by check_expr before torch sees it."""
+    from torch._export.serde import serialize
+
+    sympy = getattr(serialize, "sympy", None)
+    if sympy is None or getattr(sympy, "__name__", "") != "sympy":
+        yield  # another torch layout: leave it alone
+        return
+    cache: dict[str, Any] = {}
+
+    def cacheable(text: str) -> bool:
+        try:
+            tree = parse_srepr(text)
+        except ExprSyntaxError:
+            return False
+        stack = [tree]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, Call):
+                if node.head == "Name":
+                    return False
+                stack.extend(node.args)
+        return isinstance(tree, Call)
+
+    class _Sympy:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(sympy, name)
+
+        @staticmethod
+        def sympify(a: Any, *args: Any, **kwargs: Any) -> Any:
+            if not isinstance(a, str) or args or set(kwargs) - {"locals"}:
+                return sympy.sympify(a, *args, **kwargs)
+            hit = cache.get(a)
+            if hit is None:
+                hit = sympy.sympify(a, **kwargs)
+                if cacheable(a):
+                    cache[a] = hit
+            return hit
+
+    serialize.sympy = _Sympy()  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        serialize.sympy = sympy  # type: ignore[assignment]
+
+
 def load_programs(vetted: Vetted, *, payloads: str = "data") -> dict[str, Any]:
     """name -> torch.export.ExportedProgram, built from the vetted bytes.
 
@@ -463,9 +551,13 @@ def load_programs(vetted: Vetted, *, payloads: str = "data") -> dict[str, Any]:
         # Registers transformers' ModelOutput classes as pytree nodes (the toy encoder
         # returns BaseModelOutputWithPooling); nothing from the archive is imported.
         import transformers.modeling_outputs  # noqa: F401
+    # torch resolves a target by getattr from `torch`, so a vetted
+    # `torch._functorch.predispatch.*` target needs that module imported first
+    import torch._functorch.predispatch  # noqa: F401
 
     programs: dict[str, Any] = {}
-    with PT2ArchiveReader(str(vetted.path)) as reader, _cached_schema_hints():
+    with (PT2ArchiveReader(str(vetted.path)) as reader, _cached_schema_hints(),
+          _cached_sympify()):
         for name in vetted.program_names:
             weights, constants = vetted.weights[name], vetted.constants[name]
             if payloads == "meta":

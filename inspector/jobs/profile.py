@@ -26,8 +26,9 @@ result: {"device", "device_name", "precision", "warmup", "repeats", "timer", "to
 "symbols", "forward_ms", "node_ms", "instrumented_ms", "runs": {"forward_ms": [...],
 "node_ms": [...], "instrumented_ms": [...]}, "nodes": [{"name", "target",
 "ms", "share", "line", "module"}], "modules": [{"path", "class", "ms", "share",
-"nodes", "parent"}], "ops": [{"target", "ms", "share", "nodes"}], "sources": [{"file",
-"line", "function", "code", "user", "ms", "share", "nodes"}]}]}
+"nodes", "parent"}], "ops": [{"target", "ms", "share", "nodes", "slowest"}], "sources":
+[{"file", "line", "function", "code", "user", "ms", "share", "nodes", "slowest"}]}]}
+(`slowest`: the name of the row's slowest node)
 """
 
 from __future__ import annotations

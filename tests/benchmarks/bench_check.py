@@ -7,6 +7,12 @@ under 10 s; its peak memory not growing with the weights: the growth over the ti
 check stays under 20% of the growth in weight bytes (fake tensors and meta payloads
 hold no data; what remains is the bigger graph).
 
+Wall time is judged as measured when the machine is quiet (load average below its
+CPU count). On a shared, loaded machine the wall clock also counts the other
+processes' turns, so there the child's own CPU time (user + system; the check is
+single-threaded and reads no weights, so on a quiet machine its wall time is its
+CPU time plus process start) is judged instead, and the output says so.
+
     python tests/benchmarks/bench_check.py [--repeats N]
 """
 
@@ -76,13 +82,16 @@ def main() -> int:
         rows[name] = (weight_bytes(path) / 2**20, wall, rss)
         print(f"{name:6} {rows[name][0]:7.0f} MB {wall:12.2f} s {cpu:11.2f} s {rss:7.0f} MB")
     (tw, _, trss), (fw, fwall, frss) = rows["tiny"], rows["full"]
+    fcpu = statistics.median(m[1] for m in runs["full"])
     growth, budget = frss - trss, GROWTH_SHARE * (fw - tw)
-    print(f"full-size check: {fwall:.2f} s (target < {WALL_TARGET_S:.0f} s: "
-          f"{'met' if fwall < WALL_TARGET_S else 'MISSED'})")
+    loaded = os.getloadavg()[0] >= (os.cpu_count() or 1)
+    judged, what = (fcpu, "CPU time: the machine is loaded") if loaded else (fwall, "wall")
+    print(f"full-size check: {fwall:.2f} s wall, {fcpu:.2f} s CPU; judged on {what} "
+          f"(target < {WALL_TARGET_S:.0f} s: {'met' if judged < WALL_TARGET_S else 'MISSED'})")
     print(f"memory growth tiny -> full: {growth:.0f} MB for {fw - tw:.0f} MB more weights "
           f"({growth / (fw - tw):.2f} of it; target < {GROWTH_SHARE:.2f}: "
           f"{'met' if growth < budget else 'MISSED'})")
-    return 0 if fwall < WALL_TARGET_S and growth < budget else 1
+    return 0 if judged < WALL_TARGET_S and growth < budget else 1
 
 
 if __name__ == "__main__":

@@ -19,8 +19,15 @@ Targets (issue 17), exit 1 on a miss:
   `pt2-inspector list` of the full-size toy decoder, whole process, <= 0.1 s wall
     (best of several runs, bytecode cached as an installed package has it; a busy
     machine inflates wall time: the load average is printed).
-Today (before the lean model) the paint and 400k targets miss: the 400k program
-is refused by the hostile-file limits (MAX_NODES, MAX_JSON_VALUES).
+Before the lean model the paint and 400k targets missed: the 400k program was
+refused by the hostile-file limits (MAX_NODES, MAX_JSON_VALUES). Measured
+2026-12-01 with the lean model (core/program/lean.py; load ~3 on 2 shared CPUs):
+  paint 6.80 s CPU (5.10x a bare loads of 1.33 s), peak 465 MB (was 1.4 GB);
+  open 100k 5.36 s CPU / 405 MB, 400k 22.0 s / 1501 MB: 4.10x; search worst
+  88 ms at 400k; audit 615 ms at 400k (misses: ~31,000 findings are built).
+Paint misses because the listing is still rendered whole before the first
+paint: node materialization and the listing text are each ~1.1-1.5 s of the
+100k's ~3.3 s of quiet CPU, the lean scan ~0.8 s.
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ sys.path.insert(0, str(HERE))
 
 from bench_window import _defined, _rename, export_toy  # noqa: E402
 from common import CACHE, seed_decoder_archive  # noqa: E402
+from common import best_process as whole_process  # noqa: E402
 
 QUERIES = [("cpu", False), ("op:arange", False), ("device:cpu", False),
            ("module:decoder.transformer.h.0", False), ("file:modeling_gpt2.py:573", False),
@@ -213,22 +221,6 @@ def run_child(mode: str, path: Path) -> dict:
         "error": f"child {mode} failed ({proc.returncode}): {err.decode(errors='replace')[-800:]}"}
     result.setdefault("peak_mb", 0.0)
     return result
-
-
-# --- list, whole process -----------------------------------------------------------------
-
-def whole_process(argv: list[str], runs: int, env: dict[str, str]) -> tuple[float, float]:
-    """Best wall and best CPU (user + system) seconds over `runs` runs."""
-    walls, cpus = [], []
-    for _ in range(runs):
-        t = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
-        walls.append(time.perf_counter() - t)
-        cpus.append(usage.ru_utime + usage.ru_stime)
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise SystemExit(f"{argv} failed: {proc.stderr.read().decode(errors='replace')[-800:]}")
-    return min(walls), min(cpus)
 
 
 def main() -> int:

@@ -17,6 +17,7 @@ from inspector.core.errors import ArchiveError
 from inspector.core.frames import module_path, parse_stack_trace
 from inspector.core.listing import render_listing
 from inspector.ui import settings as keys
+from inspector.ui.widgets.weights_view import COLUMNS
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU_LITERAL = "device(type='cpu')"
@@ -282,17 +283,20 @@ def test_select_node_and_gutter_marks(qtbot, window, toy_tab):
     assert not gutter_colours(line + 2) & set(severity.values())
 
 
-def test_side_tables(window, toy_tab, toy_archive):
+def test_side_tables(qtbot, window, toy_tab, toy_archive):
     t = window.tables
     assert t.signature.rowCount() == len(toy_tab.view.program.input_specs) + len(
         toy_tab.view.program.output_specs)
     kinds = {t.signature.item(r, 1).text() for r in range(t.signature.rowCount())}
     assert {"parameter", "user_input", "user_output"} <= kinds
-    names = {t.weights.item(r, 0).text(): r for r in range(t.weights.rowCount())}
+    # the weights are the Weights panel's (the Tables dock's own tab is gone)
+    model = window.job_panels["weights"].model
+    qtbot.waitUntil(lambda: model.rowCount() > 0, timeout=30000)
+    names = {model.data(model.index(r, 0)): r for r in range(model.rowCount())}
     # GPT-2 ties lm_head to wte: one record, two names
     r = names["decoder.lm_head.weight"]
-    assert "decoder.transformer.wte.weight" in t.weights.item(r, 7).text()
-    assert t.weights.item(r, 2).text() == "[1024, 64]"
+    assert "decoder.transformer.wte.weight" in model.data(model.index(r, COLUMNS.index("Shared with")))
+    assert model.data(model.index(r, COLUMNS.index("Shape"))) == "[1024, 64]"
     with open_archive(toy_archive) as archive:
         assert t.records.rowCount() == len(archive.records)
     assert t.ranges.rowCount() == len(toy_tab.view.program.range_constraints)

@@ -387,3 +387,64 @@ def test_toy_programs_match_the_command(qtbot, no_leaks, window, open_wait, toy_
         tab = window.current_tab()
         assert tab.view is view
         assert tab.listing.current_line() == view.listing.definitions[("", specs[name])]
+
+
+# Tied weights (one storage, two names), a buffer: torch says which names share data
+# and on which device each lives; the panel's Device / Record / Shared with columns
+# (once the Tables dock's Weights tab) must say the same.
+_TIED = r'''
+import json, sys, warnings
+import torch
+from torch import nn
+
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 4)
+        self.head = nn.Linear(4, 10, bias=False)
+        self.head.weight = self.emb.weight
+        self.register_buffer("scale", torch.ones(4))
+
+    def forward(self, x):
+        return self.head(self.emb(x) * self.scale)
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    ep = torch.export.export(M(), (torch.tensor([[1, 2]]),))
+    torch.export.save(ep, sys.argv[1])
+tensors = {**ep.state_dict, **ep.constants}
+by_storage = {}
+for name, t in tensors.items():
+    by_storage.setdefault(t.untyped_storage().data_ptr(), []).append(name)
+print(json.dumps({name: {"device": str(t.device),
+                         "tied": sorted(n for n in by_storage[t.untyped_storage().data_ptr()]
+                                        if n != name)} for name, t in tensors.items()}))
+'''
+
+
+def test_device_record_and_sharing_columns_are_torchs(qtbot, no_leaks, window, open_wait,  # noqa: F811
+                                                      tmp_path):
+    path = tmp_path / "tied.pt2"
+    proc = subprocess.run([sys.executable, "-c", _TIED, str(path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    torch_says = json.loads(proc.stdout.strip().splitlines()[-1])
+    panel, _tab = _open(qtbot, window, open_wait, path)
+    model = panel.model
+    device, record, shared = (COLUMNS.index(c) for c in ("Device", "Record", "Shared with"))
+    names = [model.data(model.index(r, 0)) for r in range(model.rowCount())]
+    assert sorted(names) == sorted(torch_says) == ["emb.weight", "head.weight", "scale"]
+    with zipfile.ZipFile(path) as zf:  # the record each name's config points at
+        configs = {}
+        for n in zf.namelist():
+            if n.endswith(("weights_config.json", "constants_config.json")):
+                configs.update(json.loads(zf.read(n)).get("config", {}))
+    for r, name in enumerate(names):
+        assert model.data(model.index(r, device)) == torch_says[name]["device"]
+        shown = model.data(model.index(r, shared))
+        assert sorted(filter(None, shown.split(", "))) == torch_says[name]["tied"], name
+        assert model.data(model.index(r, record)) == configs[name]["path_name"]
+    # the Tables dock no longer has a Weights tab of its own
+    tables = window.tables
+    assert [tables.tabText(i).split(" (")[0] for i in range(tables.count())] == [
+        "Signature", "Records", "Ranges"]

@@ -17,9 +17,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "security"))
 
 from archive_factory import ArchiveFactory  # noqa: E402
-from hostile_corpus import PROGRAM, Base, _many_nodes, export_base_archive  # noqa: E402
+from hostile_corpus import PROGRAM, Base, _many_nodes, by_name, export_base_archive  # noqa: E402
 
 from inspector.core.frames import Frame  # noqa: E402
+from inspector.core.text import MARKED, mark_invisible  # noqa: E402
 from inspector.ui.widgets import source_pane as sp  # noqa: E402
 
 
@@ -73,6 +74,22 @@ def test_source_pane_marks_invisible_characters(qtbot, tmp_path: Path) -> None:
     assert "\u202e" not in text and "\u200b" not in text
     assert "\\u202e" in text and "\\u200b" in text
     assert pane.editor.document().blockCount() == 3  # line numbers unchanged
+
+
+def test_listing_marks_invisible_characters(qtbot, window, open_wait, base: Base,
+                                            tmp_path: Path) -> None:
+    """Bidi controls and zero-width characters in stack-trace code shown in the listing
+    (the "text-bidi-and-invisible" corpus case): the listing view holds and paints
+    them as escapes, line for line what core's listing says, marked."""
+    path, _ = by_name("text-bidi-and-invisible").make(base, tmp_path)
+    tab = open_wait(path)
+    view = tab.listing
+    raw = tab.view.listing.lines  # the document's own lines (core), unmarked
+    assert any(ord(c) in MARKED for line in raw for c in line), "the case lost its payload"
+    shown = [view.line_text(i) for i in range(view.line_count())]
+    assert shown == [mark_invisible(line) for line in raw]
+    assert not [c for line in shown for c in line if ord(c) in MARKED and c != "\t"]
+    assert any("\\u202e" in line and "\\u200b" in line for line in shown)
 
 
 def test_big_source_file_is_not_lexed_on_the_gui_thread(qtbot, tmp_path: Path,

@@ -57,8 +57,8 @@ def build(out: Path, groups: Iterable[str] = ("custom", "hf"),
             programs[program_name(name)] = result
     with torch.no_grad():
         package_pt2(str(out), exported_programs=programs)
-    # programs load.py refuses (targets outside ATen, e.g. functorch's vmap
-    # helpers in associative_scan) would fail the whole archive: leave them out
+    # programs load.py refuses (targets outside its allow-list) would fail the
+    # whole archive: leave them out, named in `skipped`
     from inspector.jobs import load
 
     refused = []

@@ -84,7 +84,15 @@ def test_code_records_are_refused_without_trust(tiny_archive, tmp_path, record):
         (lambda d: d["guards_code"].append("__import__('os').system('id')"),
          "outside the guard grammar"),
         (lambda d: d["range_constraints"].__setitem__("__import__('os')", {}),
-         "is not a symbol name"),
+         "neither a symbol name nor a derived dim"),
+        # printed arithmetic, but a call of a name no derived dim uses
+        (lambda d: d["range_constraints"].__setitem__("__import__(2*s70)", {}),
+         "unknown function '__import__'"),
+        (lambda d: d["range_constraints"].__setitem__("2*os + 1", {}),
+         "unknown name 'os'"),
+        # torch int()s what follows an unbacked prefix: only a plain symbol may start so
+        (lambda d: d["range_constraints"].__setitem__("u0 + 1", {}),
+         "starts like an unbacked symbol"),
         (lambda d: _first_expr(d).__setitem__("expr_str", "__import__('os').system('id')"),
          "outside the srepr grammar"),
         (lambda d: _first_expr(d).__setitem__("expr_str", "Function(Symbol('s1'))"),

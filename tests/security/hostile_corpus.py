@@ -914,14 +914,17 @@ def _many_nodes(base: Base, count: int) -> bytes:
     return base.with_program(doc, compress=zipfile.ZIP_DEFLATED)
 
 
-@case("json-140k-nodes", "json", OK, heavy=True)
+@case("json-250k-nodes", "json", OK, heavy=True)
 def _(base, marker, work):
-    return _many_nodes(base, 140_000)  # just under MAX_NODES: must stay in time
-
-
-@case("json-250k-nodes", "json", ERROR, match="nodes", heavy=True)
-def _(base, marker, work):
+    # Opens since the lean model (issue 17); must stay in time. Measured at
+    # MAX_NODES itself (400,000 of these, load 3 on 2 CPUs): audit 19.0 s,
+    # report 17.3 s, list 13.2 s of CPU (program/parser.py).
     return _many_nodes(base, 250_000)
+
+
+@case("json-over-max-nodes", "json", ERROR, match="nodes", heavy=True)
+def _(base, marker, work):
+    return _many_nodes(base, 400_001)  # refused from the count, before any node is made
 
 
 @case("json-dense-values-memory-bomb", "json", ERROR, match="limit", heavy=True)

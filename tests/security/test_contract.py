@@ -125,7 +125,7 @@ def test_corpus_covers_the_issue() -> None:
                    "duplicate", "dotdot", "absolute", "lying-size", "bad-crc", "encrypted",
                    "unknown-compression", "bomb", "truncated", "file-empty", "html",
                    "bare-pickle", "deep-nesting", "giant-numbers", "invalid-utf8",
-                   "wrong-types", "nulls", "missing-keys", "unknown-fields", "250k-nodes",
+                   "wrong-types", "nulls", "missing-keys", "unknown-fields", "250k-nodes", "over-max-nodes",
                    "archive-format", "archive-version", "no-programs",
                    # issue 18: where torch's zip reader and ours could disagree, and text
                    "case-variant-opaque", "case-variant-config", "second-top-folder-first",

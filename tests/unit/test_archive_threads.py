@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 
 from inspector.core import program as program_module
+from inspector.core.program import lean as lean_module
 from inspector.core.archive import open_archive
 
 
@@ -17,7 +18,13 @@ def test_concurrent_readers_share_one_parse(small_archive, monkeypatch):
         calls.append(threading.get_ident())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(program_module, "parse_program", counting)
+    def counting_lean(*args, **kwargs):
+        calls.append(threading.get_ident())
+        return real_lean(*args, **kwargs)
+
+    real_lean = lean_module.parse_program_lean
+    monkeypatch.setattr(program_module, "parse_program", counting)  # the full parse
+    monkeypatch.setattr(lean_module, "parse_program_lean", counting_lean)  # the archive's
     with open_archive(small_archive) as archive:
         name = archive.program_names[0]
         start = threading.Barrier(8)

@@ -84,7 +84,7 @@ def test_wheel_carries_every_resource(wheel):
         assert f"{data}/{path}" in names, path
     entry_points = zipfile.ZipFile(wheel).read(
         f"pt2_inspector-{inspector.__version__}.dist-info/entry_points.txt").decode()
-    assert "pt2-inspector = inspector.cli:main" in entry_points
+    assert "pt2-inspector = inspector.cli:console" in entry_points
 
 
 def test_install_puts_the_launcher_entry_under_the_prefix(installed):

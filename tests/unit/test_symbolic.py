@@ -171,3 +171,51 @@ def test_symbols_in() -> None:
 def test_parse_keeps_its_tree_shape() -> None:
     tree = parse_srepr("Add(Symbol('s0', integer=True, positive=True), Integer(2))")
     assert tree.head == "Add" and len(tree.args) == 2
+
+
+# --- printed text (derived dims' range keys) -------------------------------------
+
+def _value(tree, env):
+    """Evaluate a parse_printed tree (test-side only) to compare with sympy."""
+    from fractions import Fraction
+
+    from inspector.core.symbolic import Call
+    if isinstance(tree, int):
+        return Fraction(tree)
+    assert isinstance(tree, Call)
+    args = [_value(a, env) for a in tree.args] if tree.head != "Name" else []
+    ops = {"Add": lambda a, b: a + b, "Mul": lambda a, b: a * b,
+           "FloorDiv": lambda a, b: Fraction(a // b), "Mod": lambda a, b: a % b,
+           "Pow": lambda a, b: a ** int(b), "Neg": lambda a: -a,
+           "Max": lambda *a: max(a), "Min": lambda *a: min(a)}
+    return env[tree.args[0]] if tree.head == "Name" else ops[tree.head](*args)
+
+
+@pytest.mark.parametrize("make", [
+    lambda s0, s1: 2 * s0 + 1, lambda s0, s1: 2 * s0, lambda s0, s1: s0 + 1,
+    lambda s0, s1: s0 - 1, lambda s0, s1: 3 * s0 - 2, lambda s0, s1: -s0 + 7,
+    lambda s0, s1: 4 * s0 + 2 * s1 - 3, lambda s0, s1: s0 * s1 + 1,
+    lambda s0, s1: FloorDiv(s0, 2) + 1, lambda s0, s1: Mod(s0, 3),
+    lambda s0, s1: s0 ** 2 + s1, lambda s0, s1: sympy.Max(2, s0) - 1,
+    lambda s0, s1: sympy.Min(s0, s1 + 1),
+])
+def test_printed_derived_dims_parse_to_what_sympy_means(make):
+    """str() of expressions like torch's derived dims: parse_printed reads the same
+    value sympy computes, for several symbol values."""
+    from inspector.core.symbolic import parse_printed
+
+    s0, s1 = (sympy.Symbol(n, integer=True, positive=True) for n in ("s40", "s7"))
+    e = make(s0, s1)
+    tree = parse_printed(str(e))
+    for a, b in ((2, 3), (5, 1), (64, 17)):
+        assert _value(tree, {"s40": a, "s7": b}) == e.subs({s0: a, s1: b}), str(e)
+
+
+@pytest.mark.parametrize("text", ["", "s0 +", "a.b", "s0; x", "(s0", "s0)", "1e5",
+                                  "'s0'", "s0 = 1", "lambda: 1", "s0[0]", "f(", "x" * 5000,
+                                  "(" * 200 + "s0" + ")" * 200, "-" * 300 + "s0"])
+def test_printed_text_outside_the_grammar_is_refused(text):
+    from inspector.core.symbolic import ExprSyntaxError, parse_printed
+
+    with pytest.raises(ExprSyntaxError):
+        parse_printed(text)

@@ -28,13 +28,16 @@ from inspector.core.program.model import (
 )
 from inspector.core.symbolic import render_expr
 
-# A 100,000-node program (about 180 MB of JSON with real metadata) is the
-# largest we promise to open quickly. Time bounds this limit: with minimal
-# nodes (which fit far more per byte than real ones) `audit` spent 17.5 s of
-# CPU on 250,000 (tests/security), against a promise of 20 s per file. 150,000
-# keeps the worst case near 10 s; real programs meet archive.MAX_JSON_VALUES
-# (~107,000 nodes of the toy decoder's kind) first.
-MAX_NODES = 150_000
+# Nodes per program, bounded by time: every command's work grows with them
+# (the listing, the audit's rules, the report), whatever bytes each node takes,
+# so bytes per node cannot tell a genuine program from a bomb here; the lean
+# model (program/lean.py) bounds memory by bytes and values instead. Measured
+# with minimal nodes (tests/security json-*-nodes: the most nodes per byte) at
+# this limit, load 3 on 2 CPUs: audit 19.0 s, report 17.3 s, list 13.2 s of
+# CPU, against a promise of 20 s per hostile file. The genuine 400,000-node
+# program of tests/benchmarks/bench_lean.py is admitted (unrolled
+# mixture-of-experts models, 61 layers x 256 experts, pass 150,000).
+MAX_NODES = 400_000
 # Control-flow subgraphs nest a few levels in practice (cond inside map inside
 # while_loop...). Deeper is hostile, and the listing recurses per level.
 MAX_GRAPH_NESTING = 32
@@ -63,6 +66,14 @@ def parse_program(doc: Any, name: str, *, consume: bool = False) -> Program:
         raise ArchiveError(f"{where} has no graph_module.graph: not a serialized ExportedProgram")
     counter = [0]
     graph = _parse_graph(gm["graph"], "", 0, counter, where, {} if consume else None)
+    return assemble_program(doc, gm, graph, name, where)
+
+
+def assemble_program(doc: dict, gm: dict, graph: Graph, name: str, where: str,
+                     symbol_texts: set[str] | None = None) -> Program:
+    """The Program around its parsed graph, from the rest of the document
+    (`gm`: graph_module; its `graph` is not read). program/lean.py passes the
+    symbolic texts it collected without decoding every tensor record."""
     sig = gm.get("signature") or {}
     if not isinstance(sig, dict):
         raise ArchiveError(f"{where}: graph_module.signature is not an object")
@@ -71,6 +82,7 @@ def parse_program(doc: Any, name: str, *, consume: bool = False) -> Program:
         schema_version = (int(sv.get("major", 0)), int(sv.get("minor", 0)))
     except (TypeError, ValueError, AttributeError):
         raise ArchiveError(f"{where}: schema_version is malformed") from None
+    ranges = _ranges(doc.get("range_constraints"), where)
     return Program(
         name=name,
         schema_version=schema_version,
@@ -81,12 +93,19 @@ def parse_program(doc: Any, name: str, *, consume: bool = False) -> Program:
         graph=graph,
         input_specs=[_input_spec(s, where) for s in _list(sig.get("input_specs"), where, "input_specs")],
         output_specs=[_output_spec(s, where) for s in _list(sig.get("output_specs"), where, "output_specs")],
-        range_constraints=_used_ranges(_ranges(doc.get("range_constraints"), where), graph),
+        range_constraints=_used_ranges(ranges, _symbol_texts(graph) if symbol_texts is None and ranges
+                                       else symbol_texts or set()),
         module_call_graph=[e for e in _list(gm.get("module_call_graph"), where, "module_call_graph")
                            if isinstance(e, dict)],
         metadata=_dict(gm.get("metadata"), where, "graph_module.metadata"),
         unknown_fields={k: v for k, v in doc.items() if k not in _KNOWN_TOP},
     )
+
+
+def check_node_count(count: int, where: str) -> None:
+    if count > MAX_NODES:
+        raise ArchiveError(f"{where} has more than {MAX_NODES:,} nodes, over the limit of "
+                           f"{MAX_NODES:,} nodes per program")
 
 
 def _parse_graph(g: Any, name: str, depth: int, counter: list[int], where: str,
@@ -99,9 +118,7 @@ def _parse_graph(g: Any, name: str, depth: int, counter: list[int], where: str,
     gw = f"{where}, graph {name or 'main'}"
     raw_nodes = _list(g.get("nodes"), gw, "nodes")
     counter[0] += len(raw_nodes)
-    if counter[0] > MAX_NODES:
-        raise ArchiveError(f"{where} has more than {MAX_NODES:,} nodes, over the limit of "
-                           f"{MAX_NODES:,} nodes per program")
+    check_node_count(counter[0], where)
     graph = Graph(
         name=name,
         inputs=[_argument(a, gw) for a in _list(g.get("inputs"), gw, "inputs")],
@@ -150,7 +167,11 @@ def _parse_graph(g: Any, name: str, depth: int, counter: list[int], where: str,
     return graph
 
 
-def _node(raw: Any, index: int, graph: Graph, where: str) -> Node:
+def _node(raw: Any, index: int, graph: Graph, where: str,
+          metadata: dict[str, str] | None = None, shallow: bool = False) -> Node:
+    """A node from its JSON object. program/lean.py passes `metadata` already
+    decoded, and shallow=True where the node's text has too few brackets for
+    any argument to nest past MAX_ARGUMENT_DEPTH (the check is then skipped)."""
     if not isinstance(raw, dict):
         raise ArchiveError(f"{where} is not an object")
     target = raw.get("target")
@@ -163,14 +184,12 @@ def _node(raw: Any, index: int, graph: Graph, where: str) -> Node:
         kind = na.get("kind")
         inputs.append(NamedArgument(
             name=str(na.get("name", f"arg{j}")),
-            arg=_argument(na.get("arg"), where),
+            arg=_argument(na.get("arg"), where, not shallow),
             kind=kind if isinstance(kind, int) else None,
         ))
-    outputs = [_argument(a, where) for a in _list(raw.get("outputs"), where, "outputs")]
-    meta = raw.get("metadata") or {}
-    if not isinstance(meta, dict):
-        raise ArchiveError(f"{where}: metadata is not an object")
-    metadata = {str(k): _meta_text(v) for k, v in meta.items()}
+    outputs = [_argument(a, where, not shallow) for a in _list(raw.get("outputs"), where, "outputs")]
+    if metadata is None:
+        metadata = node_metadata(raw.get("metadata"), where)
     name = raw.get("name")
     name_in_file = isinstance(name, str) and bool(name)
     if not name_in_file:
@@ -179,6 +198,14 @@ def _node(raw: Any, index: int, graph: Graph, where: str) -> Node:
     hop = raw.get("is_hop_single_tensor_return")
     return Node(index, name, target, inputs, outputs, metadata, graph,
                 hop if isinstance(hop, bool) else None, name_in_file)
+
+
+def node_metadata(meta: Any, where: str) -> dict[str, str]:
+    """A node's metadata object as text values."""
+    meta = meta or {}
+    if not isinstance(meta, dict):
+        raise ArchiveError(f"{where}: metadata is not an object")
+    return {str(k): _meta_text(v) for k, v in meta.items()}
 
 
 def _meta_text(value: Any) -> str:
@@ -192,14 +219,15 @@ def _meta_text(value: Any) -> str:
         return "<value nested too deeply to show>"
 
 
-def _argument(raw: Any, where: str) -> Argument:
+def _argument(raw: Any, where: str, check: bool = True) -> Argument:
     if not isinstance(raw, dict) or len(raw) != 1:
         # torch always writes exactly one member; anything else is kept as-is
         # (shown as unknown) rather than guessed at.
-        _check_depth(raw, where)
+        if check:
+            _check_depth(raw, where)
         return Argument("unknown", raw)
     ((kind, value),) = raw.items()
-    if kind != "as_graph":  # a subgraph is parsed (and bounded) as a graph
+    if check and kind != "as_graph":  # a subgraph is parsed (and bounded) as a graph
         _check_depth(value, where)
     return Argument(str(kind), value)
 
@@ -372,28 +400,38 @@ def _ranges(raw: Any, where: str) -> dict[str, Range]:
 _SYMBOL = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
 
-def _used_ranges(ranges: dict[str, Range], graph: Graph) -> dict[str, Range]:
+def _used_ranges(ranges: dict[str, Range], texts: set[str]) -> dict[str, Range]:
     """The range constraints torch keeps on load: those of symbols some shape
-    or symbolic value of the program mentions (torch <= 2.6 also wrote ranges
-    of unbacked symbols that no node kept; torch's deserializer drops them,
-    logging "Symbol u1 did not appear in the graph that was deserialized")."""
+    or symbolic value of the program mentions (`texts`: _symbol_texts; torch
+    <= 2.6 also wrote ranges of unbacked symbols that no node kept; torch's
+    deserializer drops them, logging "Symbol u1 did not appear in the graph
+    that was deserialized")."""
     if not ranges:
         return ranges
-    texts: set[str] = set()
-    for g in graph.walk():
-        for meta in g.tensor_values.values():
-            for dims in (meta.sizes, meta.strides):
-                texts.update(d for d in dims if isinstance(d, str))
-            if isinstance(meta.storage_offset, str):
-                texts.add(meta.storage_offset)
-        for values in (g.sym_int_values, g.sym_bool_values, g.sym_float_values):
-            texts.update(v for v in values.values() if isinstance(v, str))
     used: set[str] = set()
     for text in texts:
         used.update(_SYMBOL.findall(text))
     # A derived key (`2*s40 + 1`) stays when its symbols do, as torch keeps it.
     return {k: v for k, v in ranges.items()
             if k in used or (names := set(_SYMBOL.findall(k))) and names <= used}
+
+
+def _symbol_texts(graph: Graph) -> set[str]:
+    """Every symbolic text of the program's shapes and symbolic values."""
+    texts: set[str] = set()
+    for g in graph.walk():
+        for meta in g.tensor_values.values():
+            add_symbol_texts(meta, texts)
+        for values in (g.sym_int_values, g.sym_bool_values, g.sym_float_values):
+            texts.update(v for v in values.values() if isinstance(v, str))
+    return texts
+
+
+def add_symbol_texts(meta: TensorMeta, texts: set[str]) -> None:
+    for dims in (meta.sizes, meta.strides):
+        texts.update(d for d in dims if isinstance(d, str))
+    if isinstance(meta.storage_offset, str):
+        texts.add(meta.storage_offset)
 
 
 def _list(v: Any, where: str, what: str) -> list:

@@ -44,6 +44,7 @@ from inspector.core.audit_report import (
 )
 from inspector.core.errors import InspectorError
 from inspector.ui.device_list import DeviceSource
+from inspector.ui.panels.saved_options import SavedOptions
 from inspector.ui.tasks import Task, TaskGroup
 from inspector.ui.widgets.findings_tree import FINDING_ROLE, SEVERITY_COLORS, FindingsTree, plural
 from inspector.ui.plain import ElidedLabel
@@ -52,7 +53,7 @@ from inspector.ui.widgets.theme import current_theme
 from inspector.ui.workspace import Document, Workspace
 
 NO_TARGET = "(any device)"
-AUDIT_TARGET_KEY = "audit/target"  # QSettings: the last target device chosen
+AUDIT_OPTIONS_KEY = "audit/options"  # QSettings: {"target": the last target chosen}
 TARGET_CHOICES = ("cuda", "cuda:0", "cpu", "mps", "meta", "xpu")
 SIDE_BY_SIDE_WIDTH = 560  # narrower: the after tree goes under the before tree
 
@@ -96,17 +97,11 @@ class AuditPanel(QWidget):
             self.target.addItem(name, name)
         self.target.setToolTip("the device you will run on: device literals that differ from "
                                "it are errors; retarget rewrites them")
-        from inspector.ui import settings as keys
-
         # The CLI's default (DEFAULT_TARGET) until the user picks one, then theirs.
-        default = DEFAULT_TARGET or NO_TARGET
-        saved = keys.settings().value(AUDIT_TARGET_KEY, default)
-        saved = saved if isinstance(saved, str) and saved else default
-        index = self.target.findData(saved) if saved != NO_TARGET else 0
-        if index < 0:
-            self.target.addItem(saved, saved)
-            index = self.target.count() - 1
-        self.target.setCurrentIndex(index)
+        self.set_target(DEFAULT_TARGET)
+        self.options = SavedOptions(AUDIT_OPTIONS_KEY)
+        self.options.bind("target", self.target)  # editable: a typed device is kept
+        self.options.restore()
         self.counts_label = QLabel()
         self.retarget_button = QPushButton()
         self.retarget_button.setToolTip("write a copy of the archive with every recorded "
@@ -229,9 +224,7 @@ class AuditPanel(QWidget):
             self._set_status(problem, error=True)
             return
         self._set_status("")
-        from inspector.ui import settings as keys
-
-        keys.set_value(AUDIT_TARGET_KEY, self.target_device() or NO_TARGET)
+        self.options.save()
         if self.path and not self._retargeting:
             self.audit(self.path)
 

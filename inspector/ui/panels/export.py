@@ -11,7 +11,6 @@ constraints of the archive that was open before and the new one are compared.
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
@@ -47,15 +46,16 @@ from inspector.ui.job_runner import (
     check_export_output,
     cleanup_partial,
 )
+from inspector.ui.panels.saved_options import SavedOptions
 from inspector.ui.tasks import TaskGroup
 from inspector.ui.widgets.range_table import RangeCompareTable, compare_files
 from inspector.ui.widgets.status_area import StatusArea
 from inspector.ui.widgets.theme import current_theme
 from inspector.ui.workspace import Workspace
 
-# Last options (QSettings via inspector/ui/settings.py, next to the window's own keys).
-LAST_SPEC_KEY = "export/last_spec"  # ExportSpec.to_json() as JSON text
-LAST_OUTPUT_KEY = "export/last_output"
+# Last options (QSettings, inspector/ui/panels/saved_options.py): {"spec":
+# ExportSpec.to_json(), "output": the path last written}.
+EXPORT_OPTIONS_KEY = "export/last_options"
 
 
 def _error_color() -> str:
@@ -436,23 +436,14 @@ class ExportPanel(QWidget):
         return True
 
     def _restore(self) -> None:
-        from inspector.ui import settings as keys
-
-        store = keys.settings()
-        try:
-            spec = ExportSpec.from_json(json.loads(str(store.value(LAST_SPEC_KEY, "") or "{}")))
-            self.set_spec(spec)
-        except (ValueError, TypeError):  # an older or hand-edited value: keep defaults
-            pass
-        output = store.value(LAST_OUTPUT_KEY, "")
-        if isinstance(output, str) and output:
-            self.output.setText(output)
+        self.options = SavedOptions(EXPORT_OPTIONS_KEY)
+        self.options.field("spec", (dict,), lambda: self.spec().to_json(),
+                           lambda doc: self.set_spec(ExportSpec.from_json(doc)))
+        self.options.bind("output", self.output, required=True)
+        self.options.restore()
 
     def _remember(self, spec: ExportSpec, output: str) -> None:
-        from inspector.ui import settings as keys
-
-        keys.set_value(LAST_SPEC_KEY, json.dumps(spec.to_json()))
-        keys.set_value(LAST_OUTPUT_KEY, output)
+        self.options.save(spec=spec.to_json(), output=output)
 
     def cancel(self) -> None:
         if self.runner.cancel():

@@ -6,8 +6,10 @@ device need not exist here; `profile`: a real run timing every node), never in t
 window. What they find goes back onto the graph as the document's annotation layers
 (inspector/core/run_layers.py): "profile" heat fills the listing's heat column, the
 module tree's time column and the details pane; "check" marks the failing nodes in
-the gutter with torch's message. The tables here (nodes by time, failures) jump to a
-node on click (Workspace.select_node: the listing line, and the source pane follows).
+the gutter with torch's message. The tables here (nodes by time, the rollups by op
+and by source line, failures) jump to a node on click (Workspace.select_node: the
+listing line, the details pane and the source pane follow; a rollup row jumps to its
+slowest node).
 
 Results belong to the document they were made for: switching tabs shows that
 document's own, closing it drops them (and cancels its running job).
@@ -15,7 +17,6 @@ document's own, closing it drops them (and cancels its running job).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,8 +28,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QMessageBox,
-    QProgressBar,
     QPushButton,
     QSpinBox,
     QTabWidget,
@@ -47,11 +46,15 @@ from inspector.core.run_layers import (
     failure_rows,
     ms_text,
     node_rows,
+    op_rows,
     profile_layers,
+    source_rows,
 )
 from inspector.ui.device_list import DeviceInfo, DeviceSource
-from inspector.ui.job_runner import UNTRUSTED, GraphRunSpec, JobRunner
-from inspector.ui.widgets.profile_tables import failures_table, node_table
+from inspector.ui.job_runner import GraphRunSpec, JobRunner
+from inspector.ui.panels.saved_options import SavedOptions
+from inspector.ui.widgets.job_chrome import JobChrome, confirm_trust
+from inspector.ui.widgets.profile_tables import failures_table, node_table, op_table, source_table
 from inspector.ui.widgets.status_area import StatusArea
 from inspector.ui.widgets.theme import current_theme
 from inspector.ui.workspace import Document, Workspace
@@ -86,8 +89,6 @@ class ProfilePanel(QWidget):
         self.results: dict[Document, DocResults] = {}
         self.doc: Document | None = None  # the document the panel shows
         self._job: tuple[str, Document, GraphRunSpec] | None = None  # the running one
-        self._failure_code: str | None = None
-        self._resume: tuple[str, Document] | None = None  # rerun trusted once the child is gone
         self._plan_problem: str | None = None
         self._real: set[str] = {"cpu"}  # ids of the devices torch sees here
         self._saved_program: str | None = None
@@ -99,9 +100,7 @@ class ProfilePanel(QWidget):
         self._fill_devices(devices.devices if devices is not None else [])
         if devices is not None:
             devices.changed.connect(self._fill_devices)
-        self.runner.progress.connect(self._on_progress)
         self.runner.result.connect(self._on_result)
-        self.runner.failed.connect(self._on_failed)
         self.runner.error.connect(self._on_error)
         self.runner.finished.connect(self._on_finished)
         self.workspace.currentChanged.connect(self._show_doc)
@@ -156,10 +155,8 @@ class ProfilePanel(QWidget):
         self.profile_button = QPushButton("Profile")
         self.profile_button.setToolTip("run on the device and time every node")
         self.cancel_button = QPushButton("Cancel")
-        self.progress = QProgressBar()
-        self.progress.setRange(0, 1000)
-        self.progress.setValue(0)
-        self.progress.setFormat("idle")
+        self.chrome = JobChrome(self.runner, self)  # progress bar, trusted rerun
+        self.progress = self.chrome.progress
         self.status_area = StatusArea(details_height=120)
 
         # The dock shares the short bottom area with the source pane: options in two
@@ -216,10 +213,14 @@ class ProfilePanel(QWidget):
         self.summary.setTextFormat(Qt.TextFormat.PlainText)
         self.summary.setWordWrap(True)
         self.nodes = node_table(self)
+        self.ops = op_table(self)
+        self.sources = source_table(self)
         self.failures = failures_table(self)
         self.tabs = QTabWidget()
         self.tabs.setDocumentMode(True)
         self.tabs.addTab(self.nodes, "Nodes by time")
+        self.tabs.addTab(self.ops, "By op")
+        self.tabs.addTab(self.sources, "By source line")
         self.tabs.addTab(self.failures, "Failures")
         self.clear_button = QToolButton()
         self.clear_button.setText("Clear")
@@ -241,6 +242,9 @@ class ProfilePanel(QWidget):
         self.profile_button.clicked.connect(lambda: self.start(PROFILE))
         self.cancel_button.clicked.connect(self.cancel)
         self.nodes.rowActivated.connect(lambda r: self._jump(r.program, r.name))
+        # a rollup row stands for several nodes: the click shows its slowest one
+        self.ops.rowActivated.connect(lambda r: self._jump(r.program, r.slowest))
+        self.sources.rowActivated.connect(lambda r: self._jump(r.program, r.slowest))
         self.failures.rowActivated.connect(lambda r: self._jump(r.program, r.node))
         self.device.currentIndexChanged.connect(lambda _i: self._options_changed())
         self.program.currentIndexChanged.connect(lambda _i: self._options_changed())
@@ -303,8 +307,6 @@ class ProfilePanel(QWidget):
         self.results.pop(doc, None)
         if self._job is not None and self._job[1] is doc:
             self.cancel()
-        if self._resume is not None and self._resume[1] is doc:
-            self._resume = None
         if self.doc is doc:
             self._show_doc(self.workspace.current)
 
@@ -381,37 +383,17 @@ class ProfilePanel(QWidget):
             self.device_note.hide()
 
     def _restore(self) -> None:
-        from inspector.ui import settings as keys
-
-        self._saved_program = None
-        try:
-            opts = json.loads(str(keys.settings().value(PROFILE_OPTIONS_KEY, "") or "{}"))
-        except ValueError:
-            return
-        if not isinstance(opts, dict):
-            return
-        index = self.device.findData(opts.get("device"))
-        if index >= 0:
-            self.device.setCurrentIndex(index)
-        self._saved_program = opts.get("program") if isinstance(opts.get("program"), str) else None
-        index = self.precision.findData(opts.get("precision"))
-        if index >= 0:
-            self.precision.setCurrentIndex(index)
-        for spin, key in ((self.warmup, "warmup"), (self.repeats, "repeats")):
-            if isinstance(opts.get(key), int):
-                spin.setValue(opts[key])
-        for line, key in ((self.dims, "dims"), (self.inputs, "inputs")):
-            if isinstance(opts.get(key), str):
-                line.setText(opts[key])
+        self.options = SavedOptions(PROFILE_OPTIONS_KEY)
+        for name, widget in (("device", self.device), ("precision", self.precision),
+                             ("warmup", self.warmup), ("repeats", self.repeats),
+                             ("dims", self.dims), ("inputs", self.inputs)):
+            self.options.bind(name, widget)
+        self.options.restore()
+        # the program is chosen once an archive that has it is shown (_show_doc)
+        self._saved_program = self.options.stored("program", (str,))
 
     def _remember(self) -> None:
-        from inspector.ui import settings as keys
-
-        keys.set_value(PROFILE_OPTIONS_KEY, json.dumps({
-            "device": self.device_id(), "program": self.program.currentData() or "",
-            "warmup": self.warmup.value(), "repeats": self.repeats.value(),
-            "precision": self.precision.currentData(), "dims": self.dims.text(),
-            "inputs": self.inputs.text()}))
+        self.options.save(program=self.program.currentData() or "")
 
     # -- running --
     def start(self, kind: str, trust: bool = False, doc: Document | None = None) -> bool:
@@ -430,14 +412,13 @@ class ProfilePanel(QWidget):
         self.status_area.clear()
         self._job = (kind, doc, spec)
         self.runner.start(kind, spec.to_argv(profile=kind == PROFILE))
-        self.progress.setValue(0)
-        self.progress.setFormat(f"{kind}: starting…")
+        self.chrome.starting(f"{kind}: ")
         self._update_enabled()
         return True
 
     def cancel(self) -> None:
         job = self._job
-        self._resume = None
+        self.chrome.forget_rerun()
         if self.runner.cancel() and job is not None:
             self.status_area.set_status(f"Cancelled {job[0]} of {job[1].path.name}.")
             self.progress.setFormat("cancelled")
@@ -449,11 +430,6 @@ class ProfilePanel(QWidget):
         if self.doc is not None:
             self.doc.tasks.cancel("profile-plan")
         self.runner.shutdown()
-
-    def _on_progress(self, stage: str, fraction: float) -> None:
-        self.progress.setValue(int(fraction * 1000))
-        kind = self._job[0] if self._job else ""
-        self.progress.setFormat(f"{kind}: {stage}  %p%")
 
     def _on_result(self, event: dict[str, Any]) -> None:
         if self._job is None:
@@ -477,20 +453,16 @@ class ProfilePanel(QWidget):
         for program in doc.program_names:  # programs not run this time: no stale marks
             if program not in layers:
                 self.workspace.annotate(doc, program, AnnotationLayer(source))
-        self.progress.setValue(1000)
-        self.progress.setFormat(f"{kind}: done")
+        self.chrome.done()
         if doc is self.doc:
             self._show_results(focus=kind)
         (self.checked if kind == CHECK else self.profiled).emit(result)
 
-    def _on_failed(self, failure) -> None:
-        self._failure_code = failure.code  # read by _on_error, which follows at once
-
     def _on_error(self, message: str, details: str) -> None:
-        untrusted, self._failure_code = self._failure_code == UNTRUSTED, None
         job = self._job
-        if untrusted and job is not None and not job[2].trust and self.confirm_trust(message):
-            self._resume = (job[0], job[1])
+        if job is not None and self.chrome.offer_trust(
+                message, job[2].trust, self.confirm_trust,
+                lambda kind=job[0], doc=job[1]: self.start(kind, True, doc)):  # refused if closed
             return
         self.progress.setFormat("failed")
         what = job[0].capitalize() if job else "Job"
@@ -498,22 +470,14 @@ class ProfilePanel(QWidget):
                                     details=details or "")
 
     def confirm_trust(self, message: str) -> bool:
-        """Plain text: the message quotes record names from the archive."""
-        box = QMessageBox(QMessageBox.Icon.Question, "Run code from this archive?",
-                          f"{message}\n\nLoad it anyway and run it?",
-                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, self)
-        box.setTextFormat(Qt.TextFormat.PlainText)
-        box.setDefaultButton(QMessageBox.StandardButton.No)
-        return box.exec() == QMessageBox.StandardButton.Yes
+        return confirm_trust(self, message)
 
     def _on_finished(self) -> None:
         self._job = None
         if not self.progress.format().endswith(("done", "failed", "cancelled")):
             self.progress.setFormat("stopped")
         self._update_enabled()
-        resume, self._resume = self._resume, None
-        if resume is not None and not resume[1].closed:
-            self.start(resume[0], trust=True, doc=resume[1])
+        self.chrome.finished()
 
     # -- results --
     def clear_results(self) -> None:
@@ -530,10 +494,13 @@ class ProfilePanel(QWidget):
         check = entry.check if entry else None
         profile = entry.profile if entry else None
         self.nodes.set_rows(node_rows(profile) if profile else [])
+        self.ops.set_rows(op_rows(profile) if profile else [])
+        self.sources.set_rows(source_rows(profile) if profile else [])
         rows = (failure_rows(check) if check else []) + (failure_rows(profile) if profile else [])
         self.failures.set_rows(rows)
         n_fail = sum(1 for r in rows if r.severity == "error")
-        self.tabs.setTabText(1, f"Failures ({n_fail})" if (check or n_fail) else "Failures")
+        self.tabs.setTabText(self.tabs.indexOf(self.failures),
+                             f"Failures ({n_fail})" if (check or n_fail) else "Failures")
         self.summary.setText(_summary(check, profile))
         self.clear_button.setEnabled(entry is not None)
         if focus == CHECK or (focus == PROFILE and n_fail and not self.nodes.shown_rows()):
@@ -542,7 +509,7 @@ class ProfilePanel(QWidget):
             self.tabs.setCurrentWidget(self.nodes)
 
     def _jump(self, program: str, node: str) -> None:
-        if self.doc is not None:
+        if self.doc is not None and node:
             self.workspace.select_node(program, node, self.doc)
 
 

@@ -39,8 +39,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QMessageBox,
-    QProgressBar,
     QPushButton,
     QSizePolicy,
     QSpinBox,
@@ -60,18 +58,19 @@ from inspector.core.run_ranges import (
     run_defaults,
     run_problems,
 )
-from inspector.ui.plain import message_box, shown
+from inspector.ui.plain import shown
 from inspector.ui.device_list import DeviceSource, fill_combo
 from inspector.ui.job_runner import (
     MODES,
     PRECISIONS,
     SEQ_LEN_LIMIT,
-    UNTRUSTED,
     JobRunner,
     RunSpec,
     RunSpecError,
 )
+from inspector.ui.panels.saved_options import SavedOptions
 from inspector.ui.tasks import TaskGroup
+from inspector.ui.widgets.job_chrome import JobChrome, confirm_trust
 from inspector.ui.widgets.latency_chart import LatencyChart, Series
 from inspector.ui.plain import plain_tip
 from inspector.ui.widgets.status_area import StatusArea
@@ -159,16 +158,12 @@ class RunPanel(QWidget):
         self._chosen: dict[str, int] = {}  # Batch / Max tokens as the user set them
         self._applying = False  # the panel itself is setting the boxes
         self._current: RunRecord | None = None
-        self._resume_trusted = False  # rerun with --trust once the refused child is gone
-        self._failure_code: str | None = None  # of the failure being reported
         self._build()
         if devices is not None:
             fill_combo(self.device, devices.devices)
             devices.changed.connect(lambda devs: fill_combo(self.device, devs))
-        self.runner.progress.connect(self._on_progress)
         self.runner.sample.connect(self._on_sample)
         self.runner.result.connect(self._on_result)
-        self.runner.failed.connect(self._on_failed)
         self.runner.error.connect(self._on_error)
         self.runner.log.connect(self._on_log)
         self.runner.finished.connect(self._on_finished)
@@ -237,10 +232,8 @@ class RunPanel(QWidget):
         self.run_button.setShortcut("Ctrl+R")
         self.stop_button = QPushButton("Stop")
         self.stop_button.setEnabled(False)
-        self.progress = QProgressBar()
-        self.progress.setRange(0, 1000)
-        self.progress.setFormat("idle")
-        self.progress.setValue(0)
+        self.chrome = JobChrome(self.runner, self)  # progress bar, trusted rerun
+        self.progress = self.chrome.progress
 
         self.chart = LatencyChart(orientation=Qt.Orientation.Horizontal)
         self.stats = QTableWidget(0, len(STAT_COLUMNS))
@@ -512,32 +505,13 @@ class RunPanel(QWidget):
     def _restore(self) -> None:
         """The last run's options; Batch and Max tokens as choices that the next
         archive's ranges clamp (_apply_ranges)."""
-        from inspector.ui import settings as keys
-
-        try:
-            opts = json.loads(str(keys.settings().value(RUN_OPTIONS_KEY, "") or "{}"))
-        except ValueError:
-            return
-        if not isinstance(opts, dict):
-            return
-        for combo, key in ((self.device, "device"), (self.mode, "mode"),
-                           (self.precision, "precision")):
-            index = combo.findData(opts.get(key))
-            if index >= 0:
-                combo.setCurrentIndex(index)
-        self.compile.setChecked(bool(opts.get("compile", False)))
-        for spin, key in ((self.batch, "batch"), (self.max_tokens, "max_tokens"),
-                          (self.warmup, "warmup"), (self.repeats, "repeats")):
-            if isinstance(opts.get(key), int):
-                spin.setValue(opts[key])
-
-    def _remember(self, spec: RunSpec) -> None:
-        from inspector.ui import settings as keys
-
-        keys.set_value(RUN_OPTIONS_KEY, json.dumps(
-            {"device": spec.device, "mode": spec.mode, "compile": spec.compile,
-             "precision": spec.precision, "batch": spec.batch, "max_tokens": spec.max_tokens,
-             "warmup": spec.warmup, "repeats": spec.repeats}))
+        self.options = SavedOptions(RUN_OPTIONS_KEY)
+        for name, widget in (("device", self.device), ("mode", self.mode),
+                             ("compile", self.compile), ("precision", self.precision),
+                             ("batch", self.batch), ("max_tokens", self.max_tokens),
+                             ("warmup", self.warmup), ("repeats", self.repeats)):
+            self.options.bind(name, widget)
+        self.options.restore()
 
     # -- running --
     def spec(self, trust: bool = False) -> RunSpec:
@@ -560,7 +534,7 @@ class RunPanel(QWidget):
             self._show_problems()
             return False
         self._clear_message()
-        self._remember(spec)
+        self.options.save()
         label = run_label(spec)
         same = sum(1 for r in self.records if r.label.split("  #")[0] == label)
         if same:
@@ -571,9 +545,7 @@ class RunPanel(QWidget):
         self._current = record
         self._add_row(record)
         self.runner.start("run", spec.to_argv())
-        self.progress.setTextVisible(True)
-        self.progress.setValue(0)
-        self.progress.setFormat("starting…")
+        self.chrome.starting()
         self._update_enabled()
         return True
 
@@ -597,10 +569,6 @@ class RunPanel(QWidget):
         self.stats.setRowCount(0)
         self._update_enabled()
 
-    def _on_progress(self, stage: str, fraction: float) -> None:
-        self.progress.setValue(int(fraction * 1000))
-        self.progress.setFormat(f"{stage}  %p%")
-
     def _on_sample(self, event: dict[str, Any]) -> None:
         record = self._current
         ms = event.get("ms")
@@ -623,16 +591,12 @@ class RunPanel(QWidget):
         self.chart.redraw(force_hist=True)
         self._fill_row(self.records.index(record), record)
         tps = record.result.get("tokens_per_s")
-        self.progress.setValue(1000)
-        self.progress.setFormat("done")
+        self.chrome.done()
         self.status_area.set_status(
             f"{record.label}: {record.result.get('tokens', '?')} tokens, "
             f"p50 {_num(record.result.get('p50_ms'))} ms, {_num(tps)} tokens/s "
             f"on {record.result.get('device_name') or record.spec.device}.")
         self.runFinished.emit(record)
-
-    def _on_failed(self, failure) -> None:
-        self._failure_code = failure.code  # read by _on_error, which follows at once
 
     def _on_error(self, message: str, details: str) -> None:
         record = self._current
@@ -640,27 +604,14 @@ class RunPanel(QWidget):
             record.state = "failed"
             if not record.series.n:  # nothing to compare: do not leave an empty legend entry
                 self._drop(record)
-        untrusted, self._failure_code = self._failure_code == UNTRUSTED, None
-        if untrusted and record is not None and not record.spec.trust:
-            if self.confirm_trust(message):
-                self._current = None
-                self._resume_trusted = True
-                return
+        if self.chrome.offer_trust(message, record is None or record.spec.trust,
+                                   self.confirm_trust, lambda: self.start_run(trust=True)):
+            self._current = None
+            return
         self._show_error(message, details)
 
     def confirm_trust(self, message: str) -> bool:
-        # plain text: the message names records of the archive, which must not be
-        # able to hide this warning behind HTML of their own
-        box = message_box(self, QMessageBox.Icon.Warning, "Run code from this archive?",
-                          f"{message}\n\nLoad it anyway and run it?",
-                          QMessageBox.Yes | QMessageBox.No, QMessageBox.No)
-        box.setObjectName("trustBox")
-        self.trust_box = box  # tests answer it
-        try:
-            return box.exec() == QMessageBox.Yes
-        finally:
-            self.trust_box = None
-            box.deleteLater()
+        return confirm_trust(self, message)
 
     def _on_finished(self) -> None:
         record, self._current = self._current, None
@@ -673,9 +624,7 @@ class RunPanel(QWidget):
         if not self.runner.is_running():
             self.chart.stop()
         self._update_enabled()
-        if self._resume_trusted:
-            self._resume_trusted = False
-            self.start_run(trust=True)
+        self.chrome.finished()
 
     def _drop(self, record: RunRecord) -> None:
         if record in self.records:

@@ -143,7 +143,7 @@ class WeightsPanel(QWidget):
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
-        for col, width in enumerate((180, 66, 64, 70, 70, 72, 66, 40, 40, 50, 82, 64)):
+        for col, width in enumerate((180, 66, 64, 70, 70, 72, 66, 40, 40, 50, 82, 64, 56, 120, 100)):
             self.table.setColumnWidth(col, width)
         self.table.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._row_selected(cur))
         self.table.doubleClicked.connect(lambda index: self.jump_to_placeholder())
@@ -270,7 +270,7 @@ class WeightsPanel(QWidget):
         except InspectorError as exc:  # the configs cannot be read: say so in the panel
             self._clear(f"error: {exc}")
             return
-        self.model.set_entries(entries)
+        self.model.set_entries(entries, view.weights)
         self._set_selected(None)
         self.histogram.show_message("Select a weight to see its histogram.")
         self.summary.setText(f"{len(entries)} weights")

@@ -1,7 +1,8 @@
 """Two listings side by side, row by row (inspector.core.diff_align.Alignment).
 
-Virtualized like ListingView: the vertical scroll value is the first visible
-row and a paint draws only the ~60 visible rows, so two 100,000-node programs
+Virtualized like ListingView (both are line_painter.RowsArea): the vertical
+scroll value is the first visible row and a paint draws only the ~60 visible
+rows, so two 100,000-node programs
 (400,000 rows) cost what one screen costs. One widget paints both halves, so
 they scroll together by construction (one vertical and one horizontal bar).
 
@@ -21,29 +22,24 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
-import time
-
-from PySide6.QtCore import QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import (
     QColor,
-    QFontMetricsF,
     QKeyEvent,
     QMouseEvent,
     QPainter,
     QPaintEvent,
     QPen,
-    QResizeEvent,
-    QTextCharFormat,
     QTextLayout,
 )
-from PySide6.QtWidgets import QAbstractScrollArea, QWidget
+from PySide6.QtWidgets import QWidget
 
 from inspector.core.node_match import ADDED, CHANGED, REMOVED, SAME
-from inspector.core.line_highlight import SYMBOL, LineCache
-from inspector.ui.widgets.theme import Theme, code_font, current_theme, symbol_color
+from inspector.core.line_highlight import LineCache
+from inspector.ui.widgets.line_painter import LAYOUT_CACHE, RowsArea, run_slice, set_scroll_ranges
+from inspector.ui.widgets.theme import Theme, current_theme
 
 _MAP_WIDTH = 14  # the overview strip between the halves
-_LAYOUT_CACHE = 4000
 _TOKEN = re.compile(r"\w+|\s+|.")  # words, runs of blanks, single characters
 Spans = list[tuple[int, int]]
 
@@ -103,7 +99,7 @@ def diff_colors(theme: Theme) -> DiffColors:
     return _DARK if theme.dark else _LIGHT
 
 
-class DiffView(QAbstractScrollArea):
+class DiffView(RowsArea):
     """Rows of an Alignment over the lines of A and B. Signals carry rows."""
 
     currentRowChanged = Signal(int)
@@ -111,29 +107,17 @@ class DiffView(QAbstractScrollArea):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("diffView")
-        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
-        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
-        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         self._a: list[int] = []
         self._b: list[int] = []
         self._status: list[str] = []
         self._changes: list[int] = []
         self._lines: tuple[list[str], list[str]] = ([], [])
         self._caches = (LineCache([]), LineCache([]))
-        self._layouts: dict[tuple[int, int], QTextLayout] = {}
         self._max_len = 0
-        self._current = -1
         self._change_span: tuple[int, int] | None = None  # rows [start, end) outlined
         self._inline: dict[int, tuple[Spans, Spans]] = {}  # row -> differing columns
         self.theme: Theme = current_theme()
         self.colors = diff_colors(self.theme)
-        # As ListingView: after each paint, shape the rows around the screen in
-        # idle slices, so the next PageDown / F7 finds its lines ready.
-        self._prefetch = QTimer(self)
-        self._prefetch.setSingleShot(True)
-        self._prefetch.setInterval(0)
-        self._prefetch.timeout.connect(self._prefetch_some)
-        self.setFont(code_font())
         self._update_metrics()
 
     # -- content --
@@ -143,7 +127,7 @@ class DiffView(QAbstractScrollArea):
         self._status, self._changes = alignment.status, alignment.changes
         self._lines = (lines_a, lines_b)
         self._caches = (LineCache(lines_a), LineCache(lines_b))
-        self._layouts = {}
+        self._shaped.clear()
         self._inline = {}
         self._max_len = max(max(map(len, lines_a), default=0), max(map(len, lines_b), default=0))
         self._current = -1
@@ -181,7 +165,7 @@ class DiffView(QAbstractScrollArea):
             ta, tb = self.row_texts(row)
             got = (inline_changes(ta, tb) if self._status[row] == CHANGED
                    and ta is not None and tb is not None else ([], []))
-            if len(self._inline) > _LAYOUT_CACHE:
+            if len(self._inline) > LAYOUT_CACHE:
                 self._inline.clear()
             self._inline[row] = got
         return got
@@ -202,7 +186,7 @@ class DiffView(QAbstractScrollArea):
     def set_theme(self, theme: Theme) -> None:
         self.theme = theme
         self.colors = diff_colors(theme)
-        self._layouts = {}
+        self._shaped.clear()
         self.viewport().update()
 
     # -- cursor --
@@ -210,15 +194,8 @@ class DiffView(QAbstractScrollArea):
         return self._current
 
     def set_current_row(self, row: int, center: bool = False, emit: bool = True) -> None:
-        if not self._status:
-            return
-        row = max(0, min(row, len(self._status) - 1))
-        changed = row != self._current
-        self._current = row
-        self.ensure_visible(row, center)
-        self.viewport().update()
-        if changed and emit:
-            self.currentRowChanged.emit(row)
+        if self._make_current(row, center) and emit:
+            self.currentRowChanged.emit(self._current)
 
     def set_change_span(self, span: tuple[int, int] | None) -> None:
         """Outline rows [start, end) (the change F7 went to); None: no outline."""
@@ -260,34 +237,18 @@ class DiffView(QAbstractScrollArea):
         else:
             bar.setValue(int(max(0.0, col * self._cw - width / 3)))
 
-    def ensure_visible(self, row: int, center: bool = False) -> None:
-        bar = self.verticalScrollBar()
-        first, rows = bar.value(), self._visible_rows()
-        if center and not (first <= row < first + rows - 1):
-            bar.setValue(max(0, row - rows // 3))
-        elif row < first:
-            bar.setValue(row)
-        elif row >= first + rows - 1:
-            bar.setValue(row - rows + 2)
+    def _rows(self) -> int:
+        return len(self._status)
 
-    def first_visible_row(self) -> int:
-        return self.verticalScrollBar().value()
-
-    def visible_range(self) -> range:
-        first = self.first_visible_row()
-        return range(first, min(len(self._status), first + self._visible_rows() + 1))
+    def _go_to(self, row: int) -> None:
+        self.set_current_row(row)
 
     # -- geometry --
     def _update_metrics(self) -> None:
-        fm = QFontMetricsF(self.font())
-        self._cw = fm.horizontalAdvance("M")
-        self._lh = max(1.0, fm.lineSpacing())
+        self._measure()
         longest = max(len(self._lines[0]), len(self._lines[1]), 1)
         digits = max(3, len(str(longest)))
         self._gutter = int((digits + 2) * self._cw + 10)  # number, space, sign
-
-    def _visible_rows(self) -> int:
-        return max(1, int(self.viewport().height() / self._lh))
 
     def gutter_width(self) -> int:
         """Pixels of each half's gutter (line number and sign)."""
@@ -304,23 +265,8 @@ class DiffView(QAbstractScrollArea):
         return QRectF(self.half_width(), 0, _MAP_WIDTH, self.viewport().height())
 
     def _update_scrollbars(self) -> None:
-        rows = self._visible_rows()
-        v = self.verticalScrollBar()
-        v.setRange(0, max(0, len(self._status) - rows + 1))
-        v.setPageStep(rows)
-        v.setSingleStep(1)
-        h = self.horizontalScrollBar()
-        text_width = self.half_width() - self._gutter - 8
-        h.setRange(0, max(0, int(self._max_len * self._cw + 2 * self._cw - text_width)))
-        h.setPageStep(max(1, int(text_width)))
-        h.setSingleStep(int(self._cw * 4))
-
-    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802
-        super().resizeEvent(event)
-        self._update_scrollbars()
-
-    def scrollContentsBy(self, dx: int, dy: int) -> None:  # noqa: N802
-        self.viewport().update()
+        set_scroll_ranges(self, len(self._status), self._visible_rows(), self._max_len, self._cw,
+                          self.half_width() - self._gutter - 8)
 
     def row_at(self, y: float) -> int:
         return self.first_visible_row() + int(y / self._lh)
@@ -334,32 +280,8 @@ class DiffView(QAbstractScrollArea):
 
     # -- painting --
     def _layout(self, side: int, line: int) -> QTextLayout:
-        key = (side, line)
-        layout = self._layouts.get(key)
-        if layout is None:
-            if len(self._layouts) > _LAYOUT_CACHE:
-                self._layouts.clear()
-            layout = QTextLayout(self._lines[side][line], self.font())
-            layout.setCacheEnabled(True)
-            ranges = []
-            tokens = self.theme.tokens
-            for s, e, cat in self._caches[side].spans(line):
-                r = QTextLayout.FormatRange()
-                r.start, r.length = s, e - s
-                fmt = QTextCharFormat()
-                fmt.setForeground(symbol_color(cat[len(SYMBOL):], self.theme)
-                                  if cat.startswith(SYMBOL) else tokens.get(cat, self.theme.text))
-                r.format = fmt
-                ranges.append(r)
-            layout.setFormats(ranges)
-            layout.beginLayout()
-            tl = layout.createLine()
-            if tl.isValid():
-                tl.setLineWidth(1e9)
-                tl.setPosition(QPointF(0, 0))
-            layout.endLayout()
-            self._layouts[key] = layout
-        return layout
+        return self._shaped.get((side, line), self._lines[side][line],
+                                lambda: self._caches[side].spans(line), self.font(), self.theme)
 
     def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802
         theme, colors = self.theme, self.colors
@@ -415,16 +337,18 @@ class DiffView(QAbstractScrollArea):
         first = self.first_visible_row()
         n = len(self._status)
         wanted = [*range(first + rows, min(n, first + 3 * rows)), *range(max(0, first - rows), first)]
-        deadline = time.perf_counter() + 0.004  # well inside a frame
-        for row in wanted:
-            for side, lines in ((0, self._a), (1, self._b)):
-                line = lines[row]
-                if line >= 0 and (side, line) not in self._layouts:
-                    self._layout(side, line)
-            self.inline_spans(row)
-            if time.perf_counter() > deadline:
-                self._prefetch.start()
-                return
+
+        def steps():
+            for row in wanted:
+                for side, lines in ((0, self._a), (1, self._b)):
+                    line = lines[row]
+                    if line >= 0 and (side, line) not in self._shaped:
+                        self._layout(side, line)
+                self.inline_spans(row)
+                yield row
+
+        if not run_slice(steps()):
+            self._prefetch.start()
 
     def _paint_gutter(self, p: QPainter, side: int, x0: float, height: int) -> None:
         theme, colors = self.theme, self.colors
@@ -515,22 +439,5 @@ class DiffView(QAbstractScrollArea):
         return bisect_right(self._changes, row)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802
-        key, mods = event.key(), event.modifiers()
-        rows = self._visible_rows()
-        cur = max(self._current, 0)
-        ctrl = bool(mods & Qt.KeyboardModifier.ControlModifier)
-        moves = {Qt.Key.Key_Up: cur - 1, Qt.Key.Key_Down: cur + 1,
-                 Qt.Key.Key_PageUp: cur - rows + 1, Qt.Key.Key_PageDown: cur + rows - 1}
-        if key in moves:
-            self.set_current_row(moves[key])
-        elif key == Qt.Key.Key_Home and ctrl:
-            self.set_current_row(0)
-        elif key == Qt.Key.Key_End and ctrl:
-            self.set_current_row(len(self._status) - 1)
-        elif key in (Qt.Key.Key_Left, Qt.Key.Key_Right):
-            bar = self.horizontalScrollBar()
-            bar.setValue(bar.value() + bar.singleStep() * (1 if key == Qt.Key.Key_Right else -1))
-        elif key == Qt.Key.Key_Home:
-            self.horizontalScrollBar().setValue(0)
-        else:
+        if not self._navigate(event):
             super().keyPressEvent(event)

@@ -13,43 +13,44 @@ per node, tinted by size: profile times, ...) and marks (audit findings, failing
 nodes, ...), both from inspector.core.annotations; hovering them shows their tooltip.
 Symbols in the annotations (s70, u0) have their own colour (theme.symbol_color, as in
 the Shapes panel); hovering one shows what `set_symbol_tooltips` says (its range).
+
+The lines come from the file (names, stack-trace code): set_lines marks bidi, zero-width
+and control characters as visible escapes (inspector/core/text.py), so a listing never
+reads differently from what it holds ("Trojan Source"). Columns are the marked text's.
 """
 
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable, Iterable
 
-from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import (
     QColor,
-    QFontMetricsF,
     QGuiApplication,
     QKeySequence,
-    QTextCharFormat,
     QTextLayout,
     QKeyEvent,
     QMouseEvent,
     QPainter,
     QPaintEvent,
-    QResizeEvent,
     QWheelEvent,
 )
-from PySide6.QtWidgets import QAbstractScrollArea, QMenu, QToolTip, QWidget
+from PySide6.QtWidgets import QMenu, QToolTip, QWidget
 
 from inspector.core.annotations import LineHeat, Mark, ResolvedAnnotations
 from inspector.ui.plain import plain_tip
-from inspector.core.line_highlight import SYMBOL, LineCache, symbol_at
-from inspector.ui.widgets.theme import Theme, code_font, current_theme, symbol_color
+from inspector.core.line_highlight import LineCache, symbol_at
+from inspector.core.text import mark_lines
+from inspector.ui.widgets.line_painter import RowsArea, run_slice, set_scroll_ranges
+from inspector.ui.widgets.theme import Theme, current_theme
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MARK_WIDTH = 14  # gutter column for marks
 _HEAT_MAX_CHARS = 10  # the heat column's text is cut to this
-_LAYOUT_CACHE = 4000  # shaped lines kept (a screen is < 100)
 
 
-class ListingView(QAbstractScrollArea):
+class ListingView(RowsArea):
     """Signals carry 0-based listing lines."""
 
     currentLineChanged = Signal(int)
@@ -59,16 +60,11 @@ class ListingView(QAbstractScrollArea):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("listingView")
-        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
-        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
-        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
         self.viewport().setMouseTracking(True)
         self.viewport().setCursor(Qt.CursorShape.IBeamCursor)
         self._lines: list[str] = []
         self._cache = LineCache([])
-        self._layouts: dict[int, QTextLayout] = {}
         self._max_len = 0
-        self._current = -1
         self._marks: dict[int, Mark] = {}
         self._heat: dict[int, LineHeat] = {}
         self._heat_title = ""
@@ -80,20 +76,14 @@ class ListingView(QAbstractScrollArea):
         self._is_definition: Callable[[str, int], bool] = lambda word, line: False
         self._symbol_tooltip: Callable[[str], str | None] = lambda name: None
         self.theme: Theme = current_theme()
-        # After each paint, shape the pages around the screen in idle slices, so
-        # the next PageDown / wheel step finds its lines ready (no lexing then).
-        self._prefetch = QTimer(self)
-        self._prefetch.setSingleShot(True)
-        self._prefetch.setInterval(0)
-        self._prefetch.timeout.connect(self._prefetch_some)
-        self.setFont(code_font())
         self._update_metrics()
 
     # -- content --
     def set_lines(self, lines: list[str]) -> None:
+        lines = mark_lines(lines)  # the same list unless a line needs marking
         self._lines = lines
         self._cache = LineCache(lines)
-        self._layouts = {}
+        self._shaped.clear()
         # the widest line sets the horizontal range (one pass, ~10 ms at 200k lines)
         self._max_len = max(map(len, lines), default=0)
         self._current = -1
@@ -117,7 +107,7 @@ class ListingView(QAbstractScrollArea):
 
     def set_theme(self, theme: Theme) -> None:
         self.theme = theme
-        self._layouts = {}
+        self._shaped.clear()
         self.viewport().update()
 
     def set_definition_test(self, test: Callable[[str, int], bool]) -> None:
@@ -196,25 +186,8 @@ class ListingView(QAbstractScrollArea):
         return self._current
 
     def set_current_line(self, line: int, center: bool = False, emit: bool = True) -> None:
-        if not self._lines:
-            return
-        line = max(0, min(line, len(self._lines) - 1))
-        changed = line != self._current
-        self._current = line
-        self.ensure_visible(line, center)
-        self.viewport().update()
-        if changed and emit:
-            self.currentLineChanged.emit(line)
-
-    def ensure_visible(self, line: int, center: bool = False) -> None:
-        bar = self.verticalScrollBar()
-        first, rows = bar.value(), self._visible_rows()
-        if center and not (first <= line < first + rows - 1):
-            bar.setValue(max(0, line - rows // 3))
-        elif line < first:
-            bar.setValue(line)
-        elif line >= first + rows - 1:
-            bar.setValue(line - rows + 2)
+        if self._make_current(line, center) and emit:
+            self.currentLineChanged.emit(self._current)
 
     def ensure_columns_visible(self, start: int, end: int, keep: int | None = None) -> None:
         """Scroll horizontally so columns [start, end) show (a match far right).
@@ -235,11 +208,13 @@ class ListingView(QAbstractScrollArea):
         bar.setValue(value)
 
     def first_visible_line(self) -> int:
-        return self.verticalScrollBar().value()
+        return self.first_visible_row()
 
-    def visible_range(self) -> range:
-        first = self.first_visible_line()
-        return range(first, min(len(self._lines), first + self._visible_rows() + 1))
+    def _rows(self) -> int:
+        return len(self._lines)
+
+    def _go_to(self, row: int) -> None:
+        self.set_current_line(row)
 
     def word_at(self, line: int, column: int) -> str | None:
         text = self.line_text(line)
@@ -256,38 +231,18 @@ class ListingView(QAbstractScrollArea):
 
     # -- geometry --
     def _update_metrics(self) -> None:
-        fm = QFontMetricsF(self.font())
-        self._cw = fm.horizontalAdvance("M")
-        self._lh = max(1.0, fm.lineSpacing())
-        self._ascent = fm.ascent()
+        self._measure()
         digits = max(4, len(str(max(1, len(self._lines)))))
         chars = max((len(h.text) for h in self._heat.values()), default=0)
         self._heat_width = int(min(chars, _HEAT_MAX_CHARS) * self._cw + 10) if self._heat else 0
         self._gutter = int(digits * self._cw + _MARK_WIDTH + 14) + self._heat_width
         self.setViewportMargins(0, 0, 0, 0)
 
-    def _visible_rows(self) -> int:
-        return max(1, int(self.viewport().height() / self._lh))
-
     def _update_scrollbars(self) -> None:
         self._update_metrics()
         rows = self._visible_rows()
-        v = self.verticalScrollBar()
-        v.setRange(0, max(0, len(self._lines) - rows + 1))
-        v.setPageStep(rows)
-        v.setSingleStep(1)
-        h = self.horizontalScrollBar()
-        text_width = self.viewport().width() - self._gutter
-        h.setRange(0, max(0, int(self._max_len * self._cw + 2 * self._cw - text_width)))
-        h.setPageStep(max(1, text_width))
-        h.setSingleStep(int(self._cw * 4))
-
-    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802
-        super().resizeEvent(event)
-        self._update_scrollbars()
-
-    def scrollContentsBy(self, dx: int, dy: int) -> None:  # noqa: N802
-        self.viewport().update()
+        set_scroll_ranges(self, len(self._lines), rows, self._max_len, self._cw,
+                          self.viewport().width() - self._gutter)
 
     def gutter_width(self) -> int:
         """Pixels left of the text: line numbers, heat column, marks."""
@@ -308,34 +263,8 @@ class ListingView(QAbstractScrollArea):
 
     # -- painting --
     def _layout(self, line: int) -> QTextLayout:
-        """The line shaped and coloured once, then reused: shaping is what costs
-        in text drawing (one drawText per token was 3x slower than this)."""
-        layout = self._layouts.get(line)
-        if layout is None:
-            if len(self._layouts) > _LAYOUT_CACHE:
-                self._layouts.clear()
-            text = self._lines[line]
-            layout = QTextLayout(text, self.font())
-            layout.setCacheEnabled(True)
-            ranges = []
-            tokens = self.theme.tokens
-            for s, e, cat in self._cache.spans(line):
-                r = QTextLayout.FormatRange()
-                r.start, r.length = s, e - s
-                fmt = QTextCharFormat()
-                fmt.setForeground(symbol_color(cat[len(SYMBOL):], self.theme)
-                                  if cat.startswith(SYMBOL) else tokens.get(cat, self.theme.text))
-                r.format = fmt
-                ranges.append(r)
-            layout.setFormats(ranges)
-            layout.beginLayout()
-            tl = layout.createLine()
-            if tl.isValid():
-                tl.setLineWidth(1e9)
-                tl.setPosition(QPointF(0, 0))
-            layout.endLayout()
-            self._layouts[line] = layout
-        return layout
+        return self._shaped.get(line, self._lines[line], lambda: self._cache.spans(line),
+                                self.font(), self.theme)
 
     def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802
         theme = self.theme
@@ -378,13 +307,8 @@ class ListingView(QAbstractScrollArea):
         first = self.first_visible_line()
         wanted = list(range(first + rows, min(len(self._lines), first + 3 * rows))) + \
             list(range(max(0, first - rows), first))
-        deadline = time.perf_counter() + 0.004  # stay well inside a frame
-        for line in wanted:
-            if line not in self._layouts:
-                self._layout(line)
-                if time.perf_counter() > deadline:
-                    self._prefetch.start()
-                    return
+        if not run_slice(self._layout(line) for line in wanted if line not in self._shaped):
+            self._prefetch.start()
 
     def _paint_gutter(self, p: QPainter, height: int) -> None:
         theme = self.theme
@@ -490,29 +414,11 @@ class ListingView(QAbstractScrollArea):
         super().wheelEvent(event)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802
-        key, mods = event.key(), event.modifiers()
-        rows = self._visible_rows()
-        cur = max(self._current, 0)
-        ctrl = bool(mods & Qt.KeyboardModifier.ControlModifier)
-        moves = {
-            Qt.Key.Key_Up: cur - 1, Qt.Key.Key_Down: cur + 1,
-            Qt.Key.Key_PageUp: cur - rows + 1, Qt.Key.Key_PageDown: cur + rows - 1,
-        }
         if event.matches(QKeySequence.StandardKey.Copy):
             self.copy_current_line()
-        elif key in moves:
-            self.set_current_line(moves[key])
-        elif key == Qt.Key.Key_Home and ctrl:
-            self.set_current_line(0)
-        elif key == Qt.Key.Key_End and ctrl:
-            self.set_current_line(len(self._lines) - 1)
-        elif key == Qt.Key.Key_Home:
-            self.horizontalScrollBar().setValue(0)
-        elif key == Qt.Key.Key_End:
+        elif self._navigate(event):
+            pass
+        elif event.key() == Qt.Key.Key_End:  # the listing only: to the end of long lines
             self.horizontalScrollBar().setValue(self.horizontalScrollBar().maximum())
-        elif key in (Qt.Key.Key_Left, Qt.Key.Key_Right):
-            bar = self.horizontalScrollBar()
-            step = bar.singleStep() * (1 if key == Qt.Key.Key_Right else -1)
-            bar.setValue(bar.value() + step)
         else:
             super().keyPressEvent(event)

@@ -1,4 +1,5 @@
-"""The Profile panel's tables: node times (sortable, a share bar per row) and failures.
+"""The Profile panel's tables: node times, the rollups by op and by source line (each
+sortable, with a share bar per row, like the module tree's time column) and failures.
 
 Views over a model (a profile of a 100k-node program is 100k rows); sorting goes
 through a QSortFilterProxyModel on raw values (SORT_ROLE), so "ms" sorts as numbers.
@@ -20,7 +21,14 @@ from PySide6.QtCore import (
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 
 from inspector.core.annotations import ERROR
-from inspector.core.run_layers import FailureRow, NodeRow, ms_text, share_text
+from inspector.core.run_layers import (
+    FailureRow,
+    NodeRow,
+    OpRow,
+    SourceRow,
+    ms_text,
+    share_text,
+)
 from inspector.ui.plain import plain_tip
 from inspector.ui.widgets.share_bar import SHARE_ROLE, ShareBarDelegate
 from inspector.ui.widgets.theme import current_theme
@@ -67,25 +75,106 @@ class _RowsModel(QAbstractTableModel):
         raise NotImplementedError
 
 
-class NodeTimesModel(_RowsModel):
-    COLUMNS = ("Node", "ms", "Share", "Target", "Module", "Line", "Program")
-    NODE, MS, SHARE, TARGET, MODULE, LINE, PROGRAM = range(7)
+_RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 
-    def cell(self, row: NodeRow, column: int, role: int) -> Any:
+
+class _TimedModel(_RowsModel):
+    """Rows with a time and a share: texts, sort keys (raw numbers), a share bar in
+    column SHARE, right-aligned RIGHT columns; subclasses say what each column is."""
+
+    SHARE = 2
+    RIGHT: tuple[int, ...] = (1,)
+
+    def texts(self, row: Any) -> tuple:
+        raise NotImplementedError
+
+    def keys(self, row: Any) -> tuple:
+        raise NotImplementedError
+
+    def tip(self, row: Any, column: int) -> str | None:
+        return None
+
+    def foreground(self, row: Any, column: int) -> Any:
+        return None
+
+    def cell(self, row: Any, column: int, role: int) -> Any:
         if role == Qt.ItemDataRole.DisplayRole:
-            return (row.name, ms_text(row.ms), share_text(row.share), _short_target(row.target),
-                    row.module or "(root)", "" if row.line is None else str(row.line),
-                    row.program)[column]
+            return self.texts(row)[column]
         if role == SORT_ROLE:
-            return (row.name, row.ms, row.share, row.target, row.module,
-                    -1 if row.line is None else row.line, row.program)[column]
+            return self.keys(row)[column]
         if role == SHARE_ROLE and column == self.SHARE:
             return row.share
-        if role == Qt.ItemDataRole.ToolTipRole and column in (self.TARGET, self.MODULE):
-            return plain_tip(row.target if column == self.TARGET else row.module)
-        if role == Qt.ItemDataRole.TextAlignmentRole and column in (self.MS, self.LINE):
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            tip = self.tip(row, column)
+            return plain_tip(tip) if tip is not None else None
+        if role == Qt.ItemDataRole.ForegroundRole:
+            return self.foreground(row, column)
+        if role == Qt.ItemDataRole.TextAlignmentRole and column in self.RIGHT:
+            return _RIGHT
         return None
+
+
+class NodeTimesModel(_TimedModel):
+    COLUMNS = ("Node", "ms", "Share", "Target", "Module", "Line", "Program")
+    NODE, MS, SHARE, TARGET, MODULE, LINE, PROGRAM = range(7)
+    RIGHT = (MS, LINE)
+
+    def texts(self, row: NodeRow) -> tuple:
+        return (row.name, ms_text(row.ms), share_text(row.share), _short_target(row.target),
+                row.module or "(root)", "" if row.line is None else str(row.line), row.program)
+
+    def keys(self, row: NodeRow) -> tuple:
+        return (row.name, row.ms, row.share, row.target, row.module,
+                -1 if row.line is None else row.line, row.program)
+
+    def tip(self, row: NodeRow, column: int) -> str | None:
+        return {self.TARGET: row.target, self.MODULE: row.module}.get(column)
+
+
+class OpTimesModel(_TimedModel):
+    """The `ops` rollup: time per target (a click jumps to its slowest node)."""
+
+    COLUMNS = ("Op", "ms", "Share", "Nodes", "Slowest node", "Program")
+    OP, MS, SHARE, NODES, SLOWEST, PROGRAM = range(6)
+    RIGHT = (MS, NODES)
+
+    def texts(self, row: OpRow) -> tuple:
+        return (_short_target(row.target), ms_text(row.ms), share_text(row.share),
+                str(row.nodes), row.slowest, row.program)
+
+    def keys(self, row: OpRow) -> tuple:
+        return (row.target, row.ms, row.share, row.nodes, row.slowest, row.program)
+
+    def tip(self, row: OpRow, column: int) -> str | None:
+        return row.target if column == self.OP else None
+
+
+class SourceTimesModel(_TimedModel):
+    """The `sources` rollup: time per source line (the innermost frame of each node)."""
+
+    COLUMNS = ("Source line", "ms", "Share", "Nodes", "Code", "Slowest node", "Program")
+    WHERE, MS, SHARE, NODES, CODE, SLOWEST, PROGRAM = range(7)
+    RIGHT = (MS, NODES)
+
+    def texts(self, row: SourceRow) -> tuple:
+        where = f"{_basename(row.file)}:{'' if row.line is None else row.line}"
+        return (where, ms_text(row.ms), share_text(row.share), str(row.nodes),
+                row.code.strip(), row.slowest, row.program)
+
+    def keys(self, row: SourceRow) -> tuple:
+        # a string key for the place: the proxy compares strings and numbers, not tuples
+        where = f"{row.file}\0{-1 if row.line is None else row.line:012d}"
+        return (where, row.ms, row.share, row.nodes, row.code, row.slowest, row.program)
+
+    def tip(self, row: SourceRow, column: int) -> str | None:
+        if column not in (self.WHERE, self.CODE):
+            return None
+        return (f"{row.file}:{row.line} in {row.function}\n{row.code.strip()}"
+                + ("" if row.user else "\n(library code)"))
+
+    def foreground(self, row: SourceRow, column: int) -> Any:
+        # library frames read quieter (the listing's comment grey) than the model's code
+        return current_theme().tokens["comment"] if column == self.WHERE and not row.user else None
 
 
 class FailuresModel(_RowsModel):
@@ -158,18 +247,38 @@ class RowsTable(QTableView):
 
 
 def node_table(parent: QWidget | None = None) -> RowsTable:
-    table = RowsTable(NodeTimesModel(parent), parent)
-    table.setObjectName("profileNodes")
-    table.setItemDelegateForColumn(NodeTimesModel.SHARE, ShareBarDelegate(table))
-    for col, width in ((NodeTimesModel.NODE, 150), (NodeTimesModel.MS, 72),
-                       (NodeTimesModel.SHARE, 90), (NodeTimesModel.TARGET, 170),
-                       (NodeTimesModel.MODULE, 170), (NodeTimesModel.LINE, 50)):
+    m = NodeTimesModel
+    return _timed_table(m(parent), "profileNodes", m.SHARE, m.MODULE,
+                        ((m.NODE, 150), (m.MS, 72), (m.SHARE, 90), (m.TARGET, 170),
+                         (m.MODULE, 170), (m.LINE, 50)), parent)
+
+
+def _timed_table(model: _RowsModel, name: str, share: int, stretch: int,
+                 widths: tuple[tuple[int, int], ...], parent: QWidget | None) -> RowsTable:
+    """A table of timed rows: share bars, the stretching column, slowest first."""
+    table = RowsTable(model, parent)
+    table.setObjectName(name)
+    table.setItemDelegateForColumn(share, ShareBarDelegate(table))
+    for col, width in widths:
         table.setColumnWidth(col, width)
     table.horizontalHeader().setStretchLastSection(False)
-    table.horizontalHeader().setSectionResizeMode(NodeTimesModel.MODULE,
-                                                  QHeaderView.ResizeMode.Stretch)
-    table.sortByColumn(NodeTimesModel.MS, Qt.SortOrder.DescendingOrder)
+    table.horizontalHeader().setSectionResizeMode(stretch, QHeaderView.ResizeMode.Stretch)
+    table.sortByColumn(1, Qt.SortOrder.DescendingOrder)  # ms: slowest first
     return table
+
+
+def op_table(parent: QWidget | None = None) -> RowsTable:
+    m = OpTimesModel
+    return _timed_table(m(parent), "profileOps", m.SHARE, m.OP,
+                        ((m.OP, 220), (m.MS, 64), (m.SHARE, 80), (m.NODES, 48),
+                         (m.SLOWEST, 150)), parent)
+
+
+def source_table(parent: QWidget | None = None) -> RowsTable:
+    m = SourceTimesModel
+    return _timed_table(m(parent), "profileSources", m.SHARE, m.CODE,
+                        ((m.WHERE, 150), (m.MS, 64), (m.SHARE, 80), (m.NODES, 48),
+                         (m.CODE, 260), (m.SLOWEST, 110)), parent)
 
 
 def failures_table(parent: QWidget | None = None) -> RowsTable:
@@ -190,3 +299,7 @@ def _short_target(target: str) -> str:
     """torch.ops.aten.embedding.default -> aten.embedding (the full name in the tooltip)."""
     t = target.removeprefix("torch.ops.")
     return t.removesuffix(".default")
+
+
+def _basename(path: str) -> str:
+    return path.replace("\\", "/").rsplit("/", 1)[-1]

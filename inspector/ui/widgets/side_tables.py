@@ -1,6 +1,6 @@
-"""Side tables: the signature (graph inputs/outputs and their kind), weights and
-constants (from the config JSON, no data read), archive records with their risk
-flag, and range constraints."""
+"""Side tables: the signature (graph inputs/outputs and their kind), archive records
+with their risk flag, and range constraints. (Weights and constants have their own
+panel, inspector/ui/panels/weights.py.)"""
 
 from __future__ import annotations
 
@@ -68,18 +68,15 @@ class SideTables(QTabWidget):
         super().__init__(parent)
         self.setDocumentMode(True)
         self.signature = _table(["Direction", "Kind", "Name", "Target", "Type"], "signatureTable")
-        self.weights = _table(["Name", "Kind", "Shape", "Dtype", "Device", "Bytes", "Record", "Shared with"],
-                              "weightsTable")
         self.records = _table(["Path", "Kind", "Size", "Compressed", "Risk", "Why"], "recordsTable")
         self.ranges = _table(["Symbol", "Min", "Max"], "rangesTable")
         self.addTab(self.signature, "Signature")
-        self.addTab(self.weights, "Weights")
         self.addTab(self.records, "Records")
         self.addTab(self.ranges, "Ranges")
 
     def set_program(self, doc: ArchiveDoc | None, view: ProgramView | None) -> None:
         if doc is None or view is None:
-            for t in (self.signature, self.weights, self.records, self.ranges):
+            for t in (self.signature, self.records, self.ranges):
                 t.setRowCount(0)
             return
         p = view.program
@@ -90,13 +87,6 @@ class SideTables(QTabWidget):
         for s in p.output_specs:
             sig.append(["output", s.kind, s.name, s.target or "", _annotation(g, s.name)])
         _fill(self.signature, sig)
-        rows = []
-        for w in view.weights:
-            rows.append([w.fqn, w.kind, w.shape, w.dtype, w.device,
-                         _Num(human_bytes(w.nbytes), w.nbytes or 0),
-                         w.record + (" (pickled)" if w.pickled else ""), ", ".join(w.shared_with)])
-        _fill(self.weights, rows)
-        self.setTabText(1, f"Weights ({len(rows)})")
         rec_rows = []
         for rec in doc.archive.records:
             risk = QTableWidgetItem("⚠ executes code" if rec.risk else "")
@@ -106,12 +96,12 @@ class SideTables(QTabWidget):
                              _Num(human_bytes(rec.compressed_size), rec.compressed_size), risk, rec.why])
         _fill(self.records, rec_rows)
         risky = sum(r.risk for r in doc.archive.records)
-        self.setTabText(2, f"Records ({len(rec_rows)}{', ' + str(risky) + ' risky' if risky else ''})")
+        self.setTabText(1, f"Records ({len(rec_rows)}{', ' + str(risky) + ' risky' if risky else ''})")
         rng = [[sym, _Num(_bound(r.min, "-inf"), r.min if r.min is not None else float("-inf")),
                 _Num(_bound(r.max, "inf"), r.max if r.max is not None else float("inf"))]
                for sym, r in p.range_constraints.items()]
         _fill(self.ranges, rng)
-        self.setTabText(3, f"Ranges ({len(rng)})")
+        self.setTabText(2, f"Ranges ({len(rng)})")
 
 
 def _bound(v: int | None, inf: str) -> str:

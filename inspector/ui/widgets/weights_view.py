@@ -17,6 +17,7 @@ from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QPersistent
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
+from inspector.core.document import WeightRow
 from inspector.core.weight_table import WeightEntry
 from inspector.ui.plain import plain_tip
 from inspector.ui.widgets.side_tables import human_bytes
@@ -26,13 +27,16 @@ SORT_ROLE = Qt.ItemDataRole.UserRole + 1  # the number (or text) a column sorts 
 FLAG_ROLE = Qt.ItemDataRole.UserRole + 2  # "nonfinite", "error" or "" for the row
 
 # The statistics right after the name, so they stay in view in a narrow dock.
+# Device, record and sharing come from the configs (they were the Tables dock's).
 COLUMNS = ("Name", "Dtype", "Shape", "Min", "Max", "Mean", "Std", "NaN", "Inf", "Zeros",
-           "Kind", "Bytes", "Note")
+           "Kind", "Bytes", "Device", "Record", "Shared with", "Note")
 STAT_KEYS = {COLUMNS.index(k.capitalize() if k != "nan" else "NaN"): k
              for k in ("min", "max", "mean", "std", "nan", "inf", "zeros")}
 NAME_COLUMN, DTYPE_COLUMN, SHAPE_COLUMN = 0, 1, 2
 KIND_COLUMN, BYTES_COLUMN, NOTE_COLUMN = COLUMNS.index("Kind"), COLUMNS.index("Bytes"), COLUMNS.index("Note")
 NAN_COLUMN, INF_COLUMN = COLUMNS.index("NaN"), COLUMNS.index("Inf")
+DEVICE_COLUMN, RECORD_COLUMN, SHARED_COLUMN = (COLUMNS.index("Device"), COLUMNS.index("Record"),
+                                               COLUMNS.index("Shared with"))
 _NUMERIC = {BYTES_COLUMN, *STAT_KEYS}
 _PENDING = "…"  # a statistic not computed yet
 
@@ -64,11 +68,16 @@ class WeightsModel(QAbstractTableModel):
         super().__init__(parent)
         self.entries: list[WeightEntry] = []
         self.rows: list[dict[str, Any] | None] = []  # `weights --json` rows, None: pending
+        self.configs: dict[str, WeightRow] = {}  # the configs' row of each name
         self._colors = current_theme().severity
 
-    def set_entries(self, entries: list[WeightEntry]) -> None:
+    def set_entries(self, entries: list[WeightEntry],
+                    configs: list[WeightRow] | None = None) -> None:
+        """`configs`: the program's weight rows as the document read them (device,
+        record, the names sharing a record), matched by name."""
         self.beginResetModel()
         self.entries = list(entries)
+        self.configs = {w.fqn: w for w in configs or []}
         self.rows = [None] * len(self.entries)
         self.endResetModel()
 
@@ -134,6 +143,8 @@ class WeightsModel(QAbstractTableModel):
             if c == NOTE_COLUMN:
                 note = row.get("note") if row is not None else info.note
                 return note or ""
+            if c in (DEVICE_COLUMN, RECORD_COLUMN, SHARED_COLUMN):
+                return self._config_text(info.name, c)
             stats = row.get("stats") if row is not None else None
             if stats is None:
                 if sort:
@@ -166,6 +177,17 @@ class WeightsModel(QAbstractTableModel):
                 note = row.get("note") if row is not None else info.note
                 return plain_tip(note) if note else None
         return None
+
+
+    def _config_text(self, name: str, column: int) -> str:
+        w = self.configs.get(name)
+        if w is None:
+            return ""
+        if column == DEVICE_COLUMN:
+            return w.device
+        if column == RECORD_COLUMN:
+            return w.record + (" (pickled)" if w.pickled else "")
+        return ", ".join(w.shared_with)
 
 
 class HistogramView(QWidget):

@@ -83,6 +83,10 @@ class MainWindow(QMainWindow):
         self._hist_pos = -1
         self._source_nodes: list[int] = []
         self._auto_source = False  # the source pane follows the cursor: no highlight
+        # The frame of the current node while the Source dock is hidden (a panel
+        # tabbed over it, e.g. Profile): reading and lexing the file waits until the
+        # dock is raised, and then shows the node the cursor is on, not an old one.
+        self._pending_frame: object | None = None
         self._panels: list[QDockWidget] = []
         self._home: list[tuple[QDockWidget, Qt.DockWidgetArea]] = []  # for Reset Layout
 
@@ -119,6 +123,7 @@ class MainWindow(QMainWindow):
         self.dock_tables = self._dock("Tables", self.tables, Qt.DockWidgetArea.BottomDockWidgetArea)
         self.tabifyDockWidget(self.dock_source, self.dock_tables)
         self.dock_source.raise_()
+        self.dock_source.visibilityChanged.connect(self._source_visibility)
         self.dock_modules.setMinimumWidth(140)
         for d in (self.dock_details, self.dock_source, self.dock_tables):
             d.setMinimumSize(QSize(220, 90))
@@ -466,6 +471,7 @@ class MainWindow(QMainWindow):
         view = tab.view
         self.cursor_label.setText(f"Line {line + 1:,} of {len(view.listing):,}")
         node = view.node_at(line)
+        self._pending_frame = None
         if node is None:
             self.details.show_message("No node on this line.")
             self._source_nodes = []
@@ -482,11 +488,21 @@ class MainWindow(QMainWindow):
             self._source_nodes = []
             self.source.show_message(f"{node.name}: no stack trace recorded, so no source.")
         elif self.dock_source.isVisible():
-            self._auto_source = True
-            try:
-                self.source.show_frame(frames[-1])
-            finally:
-                self._auto_source = False
+            self._follow_source(frames[-1])
+        else:
+            self._pending_frame = frames[-1]
+
+    def _follow_source(self, frame) -> None:
+        self._auto_source = True
+        try:
+            self.source.show_frame(frame)
+        finally:
+            self._auto_source = False
+
+    def _source_visibility(self, visible: bool) -> None:
+        if visible and self._pending_frame is not None:
+            frame, self._pending_frame = self._pending_frame, None
+            self._follow_source(frame)
 
     # ------------------------------------------------------------------ links
     def _details_link(self, kind: str, value: str) -> None:
@@ -547,6 +563,7 @@ class MainWindow(QMainWindow):
         self.status_label.setText(f"module {path or '(root)'}: {len(lines):,} nodes selected")
 
     def _show_frame(self, frame) -> None:
+        self._pending_frame = None  # this frame, not the cursor's innermost one
         self.dock_source.show()
         self.dock_source.raise_()
         self.source.show_frame(frame)

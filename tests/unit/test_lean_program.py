@@ -1,0 +1,214 @@
+"""The lean parse (core/program/lean.py) against the full one, on real archives.
+
+Every program of the fidelity corpus (ExportDB examples, tiny HuggingFace
+models, nested control flow, multi-program archives, legacy files without node
+names: fidelity_cases.py) is parsed both ways; the two models must agree field
+by field, and their listings line by line. The listing of the lean model is what
+test_listing_fidelity.py compares with torch's own print_readable (the archive
+reads programs the lean way: checked here), so torch's view is the reference of
+both. Also: nodes are made on first access only, malformed text is judged by the
+full parse with its messages, and the lean limits refuse what they promise to.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from fidelity_cases import session_corpus
+from inspector.core import archive as archive_mod
+from inspector.core.archive import open_archive
+from inspector.core.errors import ArchiveError
+from inspector.core.listing import render_listing
+from inspector.core.program import Graph, Program, parse_program
+from inspector.core.program import lean as lean_mod
+from inspector.core.program.lean import LazyNodes, LeanUnsupported, parse_program_lean
+
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory: pytest.TempPathFactory):
+    import transformers  # noqa: F401  (pytree types of HF outputs, as the fidelity test)
+
+    archives, _ = session_corpus(tmp_path_factory)
+    return archives
+
+
+def _program_texts(path: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(path) as z:
+        return {Path(n).stem: z.read(n) for n in z.namelist()
+                if "/models/" in n and n.endswith(".json")}
+
+
+def _graph_dump(g: Graph) -> dict[str, Any]:
+    return {
+        "name": g.name, "depth": g.depth, "single": g.is_single_tensor_return,
+        "inputs": g.inputs, "outputs": g.outputs,
+        "nodes": [(n.index, n.name, n.target, n.inputs, n.outputs, dict(n.metadata),
+                   n.is_hop_single_tensor_return, n.name_in_file, n.graph is g) for n in g.nodes],
+        "tensor_values": dict(g.tensor_values.items()),
+        "sym": (g.sym_int_values, g.sym_bool_values, g.sym_float_values, g.custom_obj_values),
+        "size_hints": g.size_hints,
+        "subgraphs": [_graph_dump(s) for s in g.subgraphs],
+    }
+
+
+def _dump(p: Program) -> dict[str, Any]:
+    return {
+        "name": p.name, "schema": p.schema_version, "torch": p.torch_version,
+        "opset": p.opset_version, "verifiers": p.verifiers, "guards": p.guards_code,
+        "inputs": p.input_specs, "outputs": p.output_specs, "ranges": p.range_constraints,
+        "calls": p.module_call_graph, "metadata": p.metadata, "unknown": p.unknown_fields,
+        "graph": _graph_dump(p.graph), "nodes": p.node_count,
+    }
+
+
+def test_lean_model_equals_full_model_across_the_corpus(corpus) -> None:
+    programs = 0
+    subgraphs = 0
+    for archive in corpus:
+        for name, text in _program_texts(archive.path).items():
+            lean, _ = parse_program_lean(text, name)
+            whole = parse_program(orjson.loads(text), name, consume=True)  # as the archive did
+            assert _dump(lean) == _dump(whole), f"{archive.name}/{name}"
+            assert render_listing(lean).lines == render_listing(whole).lines, f"{archive.name}/{name}"
+            programs += 1
+            subgraphs += sum(1 for _ in lean.graphs()) - 1
+    assert programs >= 50 and subgraphs >= 5  # the corpus is broad (control flow included)
+
+
+def test_the_archive_reads_programs_the_lean_way(corpus) -> None:
+    # so test_listing_fidelity.py compares the lean model's listing with torch's
+    for archive in corpus:
+        with open_archive(archive.path) as ar:
+            for name in ar.program_names:
+                assert isinstance(ar.program(name).graph.nodes, LazyNodes), archive.name
+
+
+def test_nodes_are_made_on_first_access_and_kept(small_archive: Path) -> None:
+    text = next(iter(_program_texts(small_archive).values()))
+    program, values = parse_program_lean(text, "model")
+    nodes = program.graph.nodes
+    assert isinstance(nodes, LazyNodes) and len(nodes) >= 3 and values > 0
+    assert nodes.made_count() == 0  # parsed, nothing made yet
+    third = nodes[2]
+    assert nodes.made_count() == 1 and nodes[2] is third and nodes[-len(nodes) + 2] is third
+    assert [n.index for n in nodes] == list(range(len(nodes)))
+    assert nodes.made_count() == len(nodes) and nodes[2] is third
+    assert nodes[1:3] == [nodes[1], third]
+
+
+def _with_first_node(text: bytes, node: Any) -> bytes:
+    doc = orjson.loads(text)
+    doc["graph_module"]["graph"]["nodes"][0] = node
+    return orjson.dumps(doc)
+
+
+@pytest.mark.parametrize("node, message", [
+    ([1, 2], "is not an object"),
+    ({"target": 7, "inputs": []}, "target is not a string"),
+])
+def test_text_the_lean_parse_does_not_expect_is_judged_by_the_full_one(
+        small_archive: Path, tmp_path: Path, node: Any, message: str) -> None:
+    text = _with_first_node(next(iter(_program_texts(small_archive).values())), node)
+    with pytest.raises(LeanUnsupported):
+        parse_program_lean(text, "model")
+    with pytest.raises(ArchiveError, match=message):
+        parse_program(orjson.loads(text), "model")
+    bad = _rewrite(small_archive, tmp_path / "bad.pt2", text)
+    with open_archive(bad) as ar, pytest.raises(ArchiveError, match=message):
+        ar.program(ar.program_names[0])
+
+
+def _rewrite(src: Path, dst: Path, program: bytes) -> Path:
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for info in zin.infolist():
+            data = program if "/models/" in info.filename and info.filename.endswith(".json") \
+                else zin.read(info)
+            zout.writestr(info, data)
+    return dst
+
+
+def test_a_node_argument_nested_too_deep_is_refused_when_the_node_is_made(
+        small_archive: Path) -> None:
+    deep: Any = 1
+    for _ in range(40):
+        deep = [deep]
+    text = _with_first_node(next(iter(_program_texts(small_archive).values())), {
+        "target": "torch.ops.aten.relu.default",
+        "inputs": [{"name": "self", "arg": {"as_ints": deep}, "kind": 1}], "outputs": []})
+    program, _ = parse_program_lean(text, "model")
+    with pytest.raises(ArchiveError, match="nests deeper"):
+        program.graph.nodes[0]
+    with pytest.raises(ArchiveError, match="nests deeper"):
+        parse_program(orjson.loads(text), "model")
+
+
+def test_escaped_keys_hide_no_subgraph_or_symbolic_size(corpus) -> None:
+    # JSON may spell any key character as \\uXXXX: the lean parse must not miss a
+    # control-flow subgraph or a symbolic size written so.
+    archive = next(a for a in corpus if a.name == "cond/nested_cond")
+    name, text = next(iter(_program_texts(archive.path).items()))
+    assert b'"as_graph"' in text and b'"as_expr"' in text
+    escaped = text.replace(b'"as_graph"', b'"as_gr\\u0061ph"').replace(b'"as_expr"',
+                                                                        b'"as_e\\u0078pr"')
+    lean, _ = parse_program_lean(escaped, name)
+    whole = parse_program(orjson.loads(escaped), name, consume=True)
+    plain = parse_program(orjson.loads(text), name, consume=True)
+    assert _dump(lean) == _dump(whole) == _dump(plain)
+    assert lean.graph.subgraphs and lean.graph.size_hints
+
+
+def test_the_value_budget_counts_what_the_model_makes(small_archive: Path, monkeypatch) -> None:
+    text = next(iter(_program_texts(small_archive).values()))
+    _, values = parse_program_lean(text, "model")
+    # fewer than the whole text counts: repeated metadata and records count once
+    assert values < archive_mod.json_value_count(text)
+    monkeypatch.setattr(lean_mod, "MAX_MODEL_VALUES", values - 1)
+    with pytest.raises(ArchiveError, match="over the limit"):
+        parse_program_lean(text, "model")
+    monkeypatch.setattr(lean_mod, "MAX_MODEL_VALUES", values)
+    parse_program_lean(text, "model")
+    with pytest.raises(ArchiveError, match="plus 1 in programs already open"):
+        parse_program_lean(text, "model", held=1)
+
+
+def test_the_scan_budget_bounds_text_and_copies(small_archive: Path, monkeypatch) -> None:
+    text = next(iter(_program_texts(small_archive).values()))
+    monkeypatch.setattr(lean_mod, "MAX_SCAN_BYTES", len(text) + 100)
+    with pytest.raises(ArchiveError, match="limit of"):
+        parse_program_lean(text, "model")
+
+
+def test_threads_making_nodes_at_once_get_the_same_objects(small_archive: Path) -> None:
+    import threading
+
+    text = next(iter(_program_texts(small_archive).values()))
+    for _ in range(5):
+        program, _ = parse_program_lean(text, "model")
+        start = threading.Barrier(6)
+        seen: list[list[int]] = []
+
+        def read() -> None:
+            start.wait()
+            seen.append([id(n) for n in program.graph.nodes])
+
+        threads = [threading.Thread(target=read) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert len(seen) == 6 and all(s == seen[0] for s in seen)
+
+
+def test_tensor_records_past_the_limit_are_refused(small_archive: Path, monkeypatch) -> None:
+    text = next(iter(_program_texts(small_archive).values()))
+    records = len(orjson.loads(text)["graph_module"]["graph"]["tensor_values"])
+    monkeypatch.setattr(lean_mod, "MAX_TENSOR_RECORDS", records - 1)
+    with pytest.raises(ArchiveError, match="tensor records, over the limit"):
+        parse_program_lean(text, "model")
+    monkeypatch.setattr(lean_mod, "MAX_TENSOR_RECORDS", records)
+    parse_program_lean(text, "model")
