@@ -19,8 +19,9 @@ import json
 import keyword
 import math
 import re
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field  # C-defined records: cheaper to define than dataclasses
 
 from inspector.core.dtypes import DTYPE_REPR, LAYOUT_NAMES, MEMORY_FORMAT_NAMES
 from inspector.core.frames import summary_frame
@@ -58,8 +59,7 @@ _ILLEGAL_NAMES = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | frozense
 _FLOAT_WORDS = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
 
 
-@dataclass
-class Listing:
+class Listing(Struct, dict=True, weakref=True):
     """Lines of text plus the maps between lines and nodes (0-based lines)."""
 
     lines: list[str] = field(default_factory=list)

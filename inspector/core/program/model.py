@@ -1,7 +1,10 @@
 """Typed model of a serialized ExportedProgram (torch/_export/serde/schema.py).
 
-The dataclasses only; program/parser.py builds them from the parsed JSON of
+The record classes only; program/parser.py builds them from the parsed JSON of
 `models/<name>.json` without torch (nothing from the file is evaluated).
+They are msgspec Structs, not dataclasses: the same fields, eq, frozen and
+repr, defined in C (issue 17: decorating them as dataclasses, and importing
+dataclasses and inspect, cost a `list` ~20 ms of its 0.1 s), and made faster.
 Symbolic sizes are kept as text, rendered by symbolic.py's small grammar.
 
 Arguments stay in their serialized union form (`{"as_tensor": {"name": "x"}}`)
@@ -12,8 +15,9 @@ an unknown kind is kept and shown, never fatal.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from inspector.core.dtypes import DTYPE_ABBRS, DTYPE_ITEMSIZE, DTYPE_NAMES
 
@@ -24,8 +28,7 @@ POSITIONAL = 1
 KEYWORD = 2
 
 
-@dataclass(slots=True, frozen=True)
-class Device:
+class Device(Struct, frozen=True):
     type: str
     index: int | None = None
 
@@ -33,8 +36,7 @@ class Device:
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
 
-@dataclass(slots=True)
-class TensorMeta:
+class TensorMeta(Struct):
     dtype: int
     sizes: list[int | str]  # str: a symbolic size, rendered as sympy prints it
     strides: list[int | str]
@@ -71,8 +73,7 @@ class TensorMeta:
         return None if n is None else n * DTYPE_ITEMSIZE.get(self.dtype, 0)
 
 
-@dataclass(slots=True, frozen=True)
-class Argument:
+class Argument(Struct, frozen=True):
     """One serialized Argument union member: kind is e.g. 'as_tensor'."""
 
     kind: str
@@ -83,26 +84,31 @@ class Argument:
         return list(value_names(self.kind, self.value))
 
 
-@dataclass(slots=True, frozen=True)
-class NamedArgument:
+class NamedArgument(Struct, frozen=True):
     name: str
     arg: Argument
     kind: int | None  # 1 positional, 2 keyword, None/0 unknown (old schemas)
 
 
-@dataclass(slots=True, eq=False)
-class Node:
+class Node(Struct, eq=False):
     index: int  # position in its graph
     name: str
     target: str
     inputs: list[NamedArgument]
     outputs: list[Argument]
     metadata: dict[str, str]
-    graph: Graph = field(repr=False)
+    graph: Graph  # left out of repr (see __repr__)
     is_hop_single_tensor_return: bool | None = None
     # False when the file gave no name (older schemas) and `name` was made up
     # here; the listing then names the node as torch's deserializer would.
     name_in_file: bool = True
+
+    def __repr__(self) -> str:
+        # the graph left out, as the dataclass's field(repr=False) did: it holds the node
+        return (f"Node(index={self.index!r}, name={self.name!r}, target={self.target!r}, "
+                f"inputs={self.inputs!r}, outputs={self.outputs!r}, metadata={self.metadata!r}, "
+                f"is_hop_single_tensor_return={self.is_hop_single_tensor_return!r}, "
+                f"name_in_file={self.name_in_file!r})")
 
     @property
     def stack_trace(self) -> str | None:
@@ -133,8 +139,7 @@ class Node:
         return parts[-1]
 
 
-@dataclass(slots=True, eq=False)
-class Graph:
+class Graph(Struct, eq=False):
     name: str  # "" for the program's top graph, else the submodule name
     inputs: list[Argument]
     outputs: list[Argument]
@@ -157,8 +162,7 @@ class Graph:
             yield from sub.walk()
 
 
-@dataclass(slots=True, frozen=True)
-class InputSpec:
+class InputSpec(Struct, frozen=True):
     kind: str  # user_input, parameter, buffer, tensor_constant, custom_obj, token, constant_input
     name: str  # the graph input's name
     target: str | None  # parameter / buffer / constant FQN
@@ -169,15 +173,13 @@ class InputSpec:
     value: Any = None
 
 
-@dataclass(slots=True, frozen=True)
-class OutputSpec:
+class OutputSpec(Struct, frozen=True):
     kind: str  # user_output, buffer_mutation, user_input_mutation, loss_output, ...
     name: str
     target: str | None
 
 
-@dataclass(slots=True, frozen=True)
-class Range:
+class Range(Struct, frozen=True):
     min: int | None
     max: int | None  # None: unbounded
 
@@ -187,8 +189,7 @@ class Range:
         return f"[{lo}, {hi}]"
 
 
-@dataclass(slots=True, eq=False)
-class Program:
+class Program(Struct, eq=False):
     name: str
     schema_version: tuple[int, int]
     torch_version: str
