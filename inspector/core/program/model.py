@@ -49,14 +49,16 @@ class TensorMeta(Struct):
 
     @property
     def dtype_abbr(self) -> str:
-        return DTYPE_ABBRS.get(self.dtype, f"dtype{self.dtype}")
+        # (the fallback text made only when needed: the listing asks once per tensor)
+        abbr = DTYPE_ABBRS.get(self.dtype)
+        return f"dtype{self.dtype}" if abbr is None else abbr
 
     @property
     def dtype_name(self) -> str:
         return DTYPE_NAMES.get(self.dtype, f"dtype{self.dtype}")
 
     def shape_text(self) -> str:
-        return "[" + ", ".join(str(s) for s in self.sizes) + "]"
+        return "[" + ", ".join(map(str, self.sizes)) + "]"
 
     def annotation(self) -> str:
         """The `f32[s77, 768]` text print_readable shows for a tensor."""
