@@ -16,11 +16,11 @@ import posixpath
 import threading
 import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from msgspec import Struct, field  # C-defined records: cheaper to define than dataclasses
 
 from inspector.core.errors import ArchiveError
 from inspector.core.gcpause import gc_paused
@@ -108,8 +108,7 @@ TORCHBIND_PREFIX = "custom_obj_"
 OPAQUE_PREFIX = "opaque_obj_"
 
 
-@dataclass(frozen=True)
-class Record:
+class Record(Struct, frozen=True):
     """One zip entry, described without decoding it."""
 
     path: str  # relative to the archive's top folder
@@ -124,8 +123,7 @@ class Record:
                 "risk": self.risk, "why": self.why}
 
 
-@dataclass
-class Archive:
+class Archive(Struct, dict=True, weakref=True):
     """An opened `.pt2` archive. Use as a context manager or call close()."""
 
     path: Path
@@ -135,17 +133,22 @@ class Archive:
     byteorder: str | None
     records: list[Record]
     program_names: list[str]
-    _zip: zipfile.ZipFile = field(repr=False)
+    _zip: zipfile.ZipFile  # this and the fields below: left out of repr (__repr__)
     # fold_name(full entry name) -> entry: torch's zip reader (miniz) finds names
     # case-insensitively, so we look them up the same way (and refuse archives in
     # which two names fold alike: _check_names).
-    _by_folded: dict[str, zipfile.ZipInfo] = field(default_factory=dict, repr=False)
-    _records_by_folded: dict[str, Record] = field(default_factory=dict, repr=False)
-    _programs: dict[str, Program] = field(default_factory=dict, repr=False)
-    _program_values: dict[str, int] = field(default_factory=dict, repr=False)  # MAX_JSON_VALUES
+    _by_folded: dict[str, zipfile.ZipInfo] = field(default_factory=dict)
+    _records_by_folded: dict[str, Record] = field(default_factory=dict)
+    _programs: dict[str, Program] = field(default_factory=dict)
+    _program_values: dict[str, int] = field(default_factory=dict)  # MAX_JSON_VALUES
     # The window's tasks and the audit read programs from several threads: one parse
     # per program, never two racing to fill the cache.
-    _program_lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    _program_lock: threading.RLock = field(default_factory=threading.RLock)
+
+    def __repr__(self) -> str:
+        return (f"Archive(path={self.path!r}, top={self.top!r}, layout={self.layout!r}, "
+                f"archive_version={self.archive_version!r}, byteorder={self.byteorder!r}, "
+                f"records={self.records!r}, program_names={self.program_names!r})")
 
     # -- lifetime --
     def close(self) -> None:

@@ -18,8 +18,9 @@ import builtins
 import json
 import keyword
 import re
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field  # C-defined records: cheaper to define than dataclasses
 
 from inspector.core.dtypes import DTYPE_REPR, LAYOUT_NAMES, MEMORY_FORMAT_NAMES
 from inspector.core.frames import summary_frame
@@ -63,8 +64,7 @@ _ILLEGAL_NAMES = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | frozense
     {"inf", "nan", "NoneType", "torch", "device", "fx_pytree", "pytree"})
 
 
-@dataclass
-class Listing:
+class Listing(Struct, dict=True, weakref=True):
     """Lines of text plus the maps between lines and nodes (0-based lines)."""
 
     lines: list[str] = field(default_factory=list)

@@ -1,6 +1,7 @@
 """The program of a serialized ExportedProgram: its model and its JSON parser.
 
-`model.py` holds the dataclasses, `parser.py` builds them from the parsed JSON.
+`model.py` holds the record classes (msgspec Structs), `parser.py` builds
+them from the parsed JSON.
 Both are re-exported here so importers keep writing `inspector.core.program`.
 A package rather than two sibling modules because the re-export of the parser
 from the model's module would be an import cycle (parser needs the model).

@@ -1,7 +1,12 @@
 """Typed model of a serialized ExportedProgram (torch/_export/serde/schema.py).
 
-The dataclasses only; program/parser.py builds them from the parsed JSON of
+The record classes only; program/parser.py builds them from the parsed JSON of
 `models/<name>.json` without torch (nothing from the file is evaluated).
+They are msgspec Structs, not dataclasses: the same fields, eq, hash, frozen
+and repr, but defined and built in C. Issue 17 (`list` in 0.1 s): decorating
+the 20 dataclasses of the `list` path (here, symbolic.py, frames.py,
+archive.py, listing.py) took ~20 ms of every start, and their Python
+__init__s ~3 ms of making the toy decoder's 795 nodes.
 Symbolic sizes are kept as text, rendered by symbolic.py's small grammar.
 
 Arguments stay in their serialized union form (`{"as_tensor": {"name": "x"}}`)
@@ -14,8 +19,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple
+
+from msgspec import Struct, field
 
 from inspector.core.dtypes import DTYPE_ABBRS, DTYPE_ITEMSIZE, DTYPE_NAMES
 
@@ -26,8 +32,7 @@ POSITIONAL = 1
 KEYWORD = 2
 
 
-@dataclass(slots=True, frozen=True)
-class Device:
+class Device(Struct, frozen=True):
     type: str
     index: int | None = None
 
@@ -35,8 +40,7 @@ class Device:
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
 
-@dataclass(slots=True)
-class TensorMeta:
+class TensorMeta(Struct):
     dtype: int
     sizes: list[int | str]  # str: a symbolic size, rendered as sympy prints it
     strides: list[int | str]
@@ -47,14 +51,16 @@ class TensorMeta:
 
     @property
     def dtype_abbr(self) -> str:
-        return DTYPE_ABBRS.get(self.dtype, f"dtype{self.dtype}")
+        # (the fallback text made only when needed: the listing asks once per tensor)
+        abbr = DTYPE_ABBRS.get(self.dtype)
+        return f"dtype{self.dtype}" if abbr is None else abbr
 
     @property
     def dtype_name(self) -> str:
         return DTYPE_NAMES.get(self.dtype, f"dtype{self.dtype}")
 
     def shape_text(self) -> str:
-        return "[" + ", ".join(str(s) for s in self.sizes) + "]"
+        return "[" + ", ".join(map(str, self.sizes)) + "]"
 
     def annotation(self) -> str:
         """The `f32[s77, 768]` text print_readable shows for a tensor."""
@@ -145,8 +151,7 @@ class SymArg(NamedTuple):
     literal: int | float | bool | str | None = None  # str: a float word ("Infinity")
 
 
-@dataclass(slots=True, frozen=True)
-class SymScalar:
+class SymScalar(Struct, frozen=True):
     """A serialized SymInt/SymFloat/SymBool value (a tensor size, a symbol's
     record): a literal, or an expression in sympy srepr with the example value
     export traced with (`hint`). Never evaluated here."""
@@ -202,8 +207,7 @@ def decode_device(raw: Any) -> Device | None:
     return device
 
 
-@dataclass(slots=True, frozen=True)
-class Argument:
+class Argument(Struct, frozen=True):
     """One serialized Argument union member: kind is e.g. 'as_tensor'.
 
     The accessors below are the one place its value is decoded; each answers
@@ -345,26 +349,31 @@ def _number(v: Any) -> float:
     return float(v) if isinstance(v, (int, float)) else 0.0
 
 
-@dataclass(slots=True, frozen=True)
-class NamedArgument:
+class NamedArgument(Struct, frozen=True):
     name: str
     arg: Argument
     kind: int | None  # 1 positional, 2 keyword, None/0 unknown (old schemas)
 
 
-@dataclass(slots=True, eq=False)
-class Node:
+class Node(Struct, eq=False):
     index: int  # position in its graph
     name: str
     target: str
     inputs: list[NamedArgument]
     outputs: list[Argument]
     metadata: dict[str, str]
-    graph: Graph = field(repr=False)
+    graph: Graph  # left out of repr (see __repr__)
     is_hop_single_tensor_return: bool | None = None
     # False when the file gave no name (older schemas) and `name` was made up
     # here; the listing then names the node as torch's deserializer would.
     name_in_file: bool = True
+
+    def __repr__(self) -> str:
+        # the graph left out, as the dataclass's field(repr=False) did: it holds the node
+        return (f"Node(index={self.index!r}, name={self.name!r}, target={self.target!r}, "
+                f"inputs={self.inputs!r}, outputs={self.outputs!r}, metadata={self.metadata!r}, "
+                f"is_hop_single_tensor_return={self.is_hop_single_tensor_return!r}, "
+                f"name_in_file={self.name_in_file!r})")
 
     @property
     def stack_trace(self) -> str | None:
@@ -395,8 +404,7 @@ class Node:
         return parts[-1]
 
 
-@dataclass(slots=True, eq=False)
-class Graph:
+class Graph(Struct, eq=False):
     name: str  # "" for the program's top graph, else the submodule name
     inputs: list[Argument]
     outputs: list[Argument]
@@ -419,8 +427,7 @@ class Graph:
             yield from sub.walk()
 
 
-@dataclass(slots=True, frozen=True)
-class InputSpec:
+class InputSpec(Struct, frozen=True):
     kind: str  # user_input, parameter, buffer, tensor_constant, custom_obj, token, constant_input
     name: str  # the graph input's name
     target: str | None  # parameter / buffer / constant FQN
@@ -431,15 +438,13 @@ class InputSpec:
     value: Any = None
 
 
-@dataclass(slots=True, frozen=True)
-class OutputSpec:
+class OutputSpec(Struct, frozen=True):
     kind: str  # user_output, buffer_mutation, user_input_mutation, loss_output, ...
     name: str
     target: str | None
 
 
-@dataclass(slots=True, frozen=True)
-class Range:
+class Range(Struct, frozen=True):
     min: int | None
     max: int | None  # None: unbounded
 
@@ -449,8 +454,7 @@ class Range:
         return f"[{lo}, {hi}]"
 
 
-@dataclass(slots=True, eq=False)
-class Program:
+class Program(Struct, eq=False):
     name: str
     schema_version: tuple[int, int]
     torch_version: str
