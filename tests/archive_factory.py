@@ -5,12 +5,13 @@ modules that build archives outside a fixture (audit_models.py, diff_models.py, 
 child process) make one over a folder. An archive is keyed by its name: a second
 ask for the same name returns the file already there, so one session exports each
 model once, whichever test asks first. A file is complete or absent (written
-under a temporary name, then renamed), and torch's warnings about tiny models
+under its name in a staging folder, then moved), and torch's warnings about tiny models
 (views without complete tensors, empty lists) are kept out of the test output.
 """
 
 from __future__ import annotations
 
+import tempfile
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -31,11 +32,15 @@ class ArchiveFactory:
         path = self.path(name)
         if not path.exists():
             self.root.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(path.stem + ".tmp.pt2")
+            # The temporary file keeps the final name, in a folder of its own:
+            # torch names an archive's top folder after the file's stem.
+            staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=self.root))
+            tmp = staging / path.name
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 write(tmp)
             tmp.replace(path)
+            staging.rmdir()
         return path
 
     def save(self, name: str, program: Any) -> Path:

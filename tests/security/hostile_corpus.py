@@ -42,6 +42,8 @@ import orjson
 
 import zipcraft
 
+from inspector.core.archive import MAX_PROGRAM_BYTES  # the bombs are sized from it
+
 OK, ERROR, EITHER = "ok", "error", "either"
 
 PROGRAM = "models/model.json"
@@ -532,7 +534,15 @@ def _(base, marker, work):
 
 @case("zip-bomb-program-honest", "zip", ERROR, match="limit", heavy=True)
 def _(base, marker, work):
-    return _bomb_archive(base, PROGRAM, 1024, declared=None)
+    # declares (truly) 64 MiB more than a program may hold: refused before reading
+    return _bomb_archive(base, PROGRAM, MAX_PROGRAM_BYTES // (1 << 20) + 64, declared=None)
+
+
+@case("zip-bomb-program-at-limit", "zip", ERROR, match="cannot be read", heavy=True)
+def _(base, marker, work):
+    # exactly the limit, read to the end (where the CRC fails): one buffer of the
+    # text, not the chunks and their join (2 GB before Archive.read_buffer)
+    return _bomb_archive(base, PROGRAM, MAX_PROGRAM_BYTES // (1 << 20), declared=None)
 
 
 @case("zip-bomb-valid-json-400mb", "zip", OK, heavy=True)
