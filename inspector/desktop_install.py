@@ -48,7 +48,7 @@ def find_command() -> str:
     return str(ours)
 
 
-def _quote_exec(program: str) -> str:
+def quote_exec(program: str) -> str:
     """Quote a program path for a .desktop Exec key (Desktop Entry spec, 'Exec key')."""
     if not any(c in program for c in ' \t\n"\'\\><~|&;$*?#()`'):
         return program
@@ -62,7 +62,7 @@ def _desktop_text(command: str) -> str:
     for line in resources.desktop_file().read_text(encoding="utf-8").splitlines():
         if line.startswith("Exec="):
             args = line.split(None, 1)[1] if " " in line else ""
-            line = f"Exec={_quote_exec(command)} {args}".rstrip()
+            line = f"Exec={quote_exec(command)} {args}".rstrip()
         elif line.startswith("TryExec="):
             # TryExec takes a plain path or name, never quoted.
             line = f"TryExec={command}"

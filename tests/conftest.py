@@ -1,6 +1,7 @@
 """Fixtures shared by every test room: small real archives made with real torch.
 
-Exports happen once per session and are cached in a session temp folder."""
+Exports happen once per session and are cached in a session temp folder, all
+through one factory (`archive_factory`, tests/archive_factory.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import os
 from pathlib import Path
 
 import pytest
+
+from archive_factory import ArchiveFactory
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -40,7 +43,14 @@ def pytest_make_collect_report(collector: pytest.Collector) -> object:
         report.longrepr = f"skipped under PT2I_REQUIRE_TOOLS=1: {_skip_reason(report.longrepr)}"
 
 
-def _export_small_model(path: Path) -> Path:
+@pytest.fixture(scope="session")
+def archive_factory(tmp_path_factory: pytest.TempPathFactory) -> ArchiveFactory:
+    """Export a tiny model (or save a program) as a real archive, once per session:
+    `archive_factory.export("mine/relu", Model(), (torch.randn(2),))`."""
+    return ArchiveFactory(tmp_path_factory.mktemp("archives"))
+
+
+def _small_model() -> object:
     import torch
 
     class Small(torch.nn.Module):
@@ -56,19 +66,17 @@ def _export_small_model(path: Path) -> Path:
             return z.relu(), torch.cat([z, y], 0).sum(), positions, values, index
 
     batch = torch.export.Dim("batch", min=2, max=64)
-    ep = torch.export.export(
+    return torch.export.export(
         Small(), (torch.randn(5, 4), torch.randn(2, 3)),
         dynamic_shapes={"x": {0: batch}, "y": None},
     )
-    torch.export.save(ep, path)
-    return path
 
 
 @pytest.fixture(scope="session")
-def small_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def small_archive(archive_factory: ArchiveFactory) -> Path:
     """A real one-program archive: a Linear, a buffer, a dynamic batch dim,
     a baked `device='cpu'` arange and a multi-output op."""
-    return _export_small_model(tmp_path_factory.mktemp("small") / "small.pt2")
+    return archive_factory.save("small", _small_model)
 
 
 @pytest.fixture(scope="session")

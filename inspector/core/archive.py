@@ -15,12 +15,12 @@ import json
 import posixpath
 import threading
 import zipfile
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
+from msgspec import Struct, field  # C-defined records: cheaper to define than dataclasses
 
 from inspector.core.errors import ArchiveError
 from inspector.core.gcpause import gc_paused
@@ -42,6 +42,9 @@ MAX_JSON_BYTES = 512 * 1024 * 1024
 # only while scanning it and bounds what it keeps by its own limits
 # (MAX_SCAN_BYTES, MAX_MODEL_VALUES): a genuine 400,000-node program is ~800 MB.
 MAX_PROGRAM_BYTES = 1024 * 1024 * 1024
+_READ_CHUNK = 16 * 1024 * 1024  # read_buffer's step: the most held beside the buffer
+_T = TypeVar("_T")
+_B = TypeVar("_B", bytes, bytearray)
 # JSON values held in memory at once, counted before parsing as the `{`, `[`
 # and `,` bytes of the records (an upper bound: some sit inside strings). Bytes
 # alone do not bound memory: `{"a":1},` is 8 bytes of text and ~240 bytes of
@@ -108,8 +111,7 @@ TORCHBIND_PREFIX = "custom_obj_"
 OPAQUE_PREFIX = "opaque_obj_"
 
 
-@dataclass(frozen=True)
-class Record:
+class Record(Struct, frozen=True):
     """One zip entry, described without decoding it."""
 
     path: str  # relative to the archive's top folder
@@ -124,8 +126,7 @@ class Record:
                 "risk": self.risk, "why": self.why}
 
 
-@dataclass
-class Archive:
+class Archive(Struct, dict=True, weakref=True):
     """An opened `.pt2` archive. Use as a context manager or call close()."""
 
     path: Path
@@ -135,17 +136,22 @@ class Archive:
     byteorder: str | None
     records: list[Record]
     program_names: list[str]
-    _zip: zipfile.ZipFile = field(repr=False)
+    _zip: zipfile.ZipFile  # this and the fields below: left out of repr (__repr__)
     # fold_name(full entry name) -> entry: torch's zip reader (miniz) finds names
     # case-insensitively, so we look them up the same way (and refuse archives in
     # which two names fold alike: _check_names).
-    _by_folded: dict[str, zipfile.ZipInfo] = field(default_factory=dict, repr=False)
-    _records_by_folded: dict[str, Record] = field(default_factory=dict, repr=False)
-    _programs: dict[str, Program] = field(default_factory=dict, repr=False)
-    _program_values: dict[str, int] = field(default_factory=dict, repr=False)  # MAX_JSON_VALUES
+    _by_folded: dict[str, zipfile.ZipInfo] = field(default_factory=dict)
+    _records_by_folded: dict[str, Record] = field(default_factory=dict)
+    _programs: dict[str, Program] = field(default_factory=dict)
+    _program_values: dict[str, int] = field(default_factory=dict)  # MAX_JSON_VALUES
     # The window's tasks and the audit read programs from several threads: one parse
     # per program, never two racing to fill the cache.
-    _program_lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    _program_lock: threading.RLock = field(default_factory=threading.RLock)
+
+    def __repr__(self) -> str:
+        return (f"Archive(path={self.path!r}, top={self.top!r}, layout={self.layout!r}, "
+                f"archive_version={self.archive_version!r}, byteorder={self.byteorder!r}, "
+                f"records={self.records!r}, program_names={self.program_names!r})")
 
     # -- lifetime --
     def close(self) -> None:
@@ -200,6 +206,35 @@ class Archive:
     def read_bytes(self, rel: str, limit: int) -> bytes:
         """Read one record through a bounded stream: at most `limit` bytes are
         decompressed, whatever the zip header claims."""
+        info = self._open_entry(rel, limit)
+        # zipfile stops at the declared size, but decompresses up to the amount
+        # asked per call: ask no more than the header admits, or a lying 14 KB
+        # entry inflates 512 MB first.
+        data = self._guarded(rel, lambda stream: stream.read(min(limit, info.file_size) + 1), info)
+        return self._within(rel, data, limit)
+
+    def read_buffer(self, rel: str, limit: int) -> bytearray:
+        """read_bytes for the one big record (a program's JSON, up to 1 GiB): read
+        in chunks into one buffer of the declared size, so the peak is the text
+        once, not the chunks and their join as well (2 GB for a 1 GiB record)."""
+        info = self._open_entry(rel, limit)
+        buffer = bytearray(min(limit, info.file_size) + 1)
+
+        def fill(stream: Any) -> int:
+            view, got = memoryview(buffer), 0
+            with view:
+                while got < len(buffer):
+                    n = stream.readinto(view[got:got + _READ_CHUNK])
+                    if not n:
+                        break
+                    got += n
+            return got
+
+        got = self._guarded(rel, fill, info)
+        del buffer[got:]
+        return self._within(rel, buffer, limit)
+
+    def _open_entry(self, rel: str, limit: int) -> zipfile.ZipInfo:
         info = self._entry(rel)
         if info is None:
             raise ArchiveError(f"record {rel} is missing from the archive")
@@ -210,12 +245,13 @@ class Archive:
                 f"record {rel} declares {info.file_size:,} bytes, over the limit of "
                 f"{limit:,} bytes for such a record"
             )
+        return info
+
+    def _guarded(self, rel: str, read: Callable[[Any], _T], info: zipfile.ZipInfo) -> _T:
+        """`read(stream)` of the record, zip and zlib failures as ArchiveErrors."""
         try:
             with self._zip.open(info) as stream:
-                # zipfile stops at the declared size, but decompresses up to
-                # the amount asked per call: ask no more than the header
-                # admits, or a lying 14 KB entry inflates 512 MB first.
-                data = stream.read(min(limit, info.file_size) + 1)
+                return read(stream)
         except NotImplementedError as exc:
             raise ArchiveError(f"record {rel} uses a compression method this reader "
                                f"does not support ({exc})") from None
@@ -224,6 +260,9 @@ class Archive:
             raise ArchiveError(f"record {rel} cannot be read ({_reason(exc)})") from None
         except Exception as exc:  # zlib.error and friends from a corrupt stream
             raise ArchiveError(f"record {rel} is corrupt ({_reason(exc)})") from None
+
+    @staticmethod
+    def _within(rel: str, data: _B, limit: int) -> _B:
         if len(data) > limit:
             raise ArchiveError(
                 f"record {rel} decompresses past the limit of {limit:,} bytes "
@@ -305,7 +344,7 @@ class Archive:
         from inspector.core.program.lean import LeanUnsupported, parse_program_lean
 
         held = sum(self._program_values.get(n, 0) for n in self._programs if n != name)
-        data = self.read_bytes(self.program_path(name), MAX_PROGRAM_BYTES)
+        data = self.read_buffer(self.program_path(name), MAX_PROGRAM_BYTES)
         try:
             program, values = parse_program_lean(data, name, held)
         except LeanUnsupported:

@@ -49,7 +49,16 @@ from inspector.core.frames import (
     parse_stack_trace,
     summary_frame,
 )
-from inspector.core.program import KNOWN_SCHEMA_MAJOR, Device, Node, Program, TensorMeta
+from inspector.core.program import (
+    KNOWN_SCHEMA_MAJOR,
+    ArgKind,
+    Argument,
+    Device,
+    Node,
+    Program,
+    TensorMeta,
+    decode_device,
+)
 from inspector.core.summary import format_size
 
 if TYPE_CHECKING:
@@ -71,10 +80,11 @@ _SIZE_ARG_NAMES = frozenset({
     "size", "sizes", "shape", "end", "start", "length", "split_size", "split_sizes",
     "repeats", "output_size", "new_size",
 })
+_SIZE_LIST_KINDS = frozenset({ArgKind.INTS, ArgKind.SYM_INTS})
 # as they appear in a node's text (`"name": "size"`), for _mentioning
 _SIZE_ARG_WORDS = tuple(f'"{n}"' for n in sorted(_SIZE_ARG_NAMES))
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
-_DEVICE_KINDS = frozenset({"as_device", "as_string_to_argument"})
+_DEVICE_KINDS = frozenset({ArgKind.DEVICE, ArgKind.STRING_TO_ARGUMENT})
 _PINNED_GUARD = re.compile(r"==\s*-?\d+\s*$|^\s*-?\d+\s*==")
 
 
@@ -228,23 +238,10 @@ def _short_path(path: str) -> str:
     return path
 
 
-def _device_of(value: Any) -> Device:
-    if not isinstance(value, dict):
-        return Device("unknown")
-    index = value.get("index")
-    return Device(str(value.get("type", "unknown")),
-                  index if isinstance(index, int) and not isinstance(index, bool) else None)
-
-
 def _device_args(node: Node) -> Iterable[tuple[str, Device]]:
     for inp in node.inputs:
-        kind = inp.arg.kind
-        if kind == "as_device":
-            yield inp.name, _device_of(inp.arg.value)
-        elif kind == "as_string_to_argument" and isinstance(inp.arg.value, dict):
-            for key, sub in inp.arg.value.items():
-                if isinstance(sub, dict) and "as_device" in sub:
-                    yield f"{inp.name}[{key!r}]", _device_of(sub["as_device"])
+        for key, device in inp.arg.devices():
+            yield (inp.name if key is None else f"{inp.name}[{key!r}]"), device
 
 
 def _device_literals(ctx: _Context) -> None:
@@ -309,7 +306,7 @@ def _weight_devices(ctx: _Context, configs: dict[str, dict[str, Any]]) -> None:
                 continue
             kind = "parameter" if entry.get("is_param") else (
                 "buffer" if which == "weights" else "tensor_constant")
-            g = groups[(kind, str(_device_of(meta.get("device"))))]
+            g = groups[(kind, str(decode_device(meta.get("device")) or Device("unknown")))]
             g[0] += 1
     for (kind, dev), (count, nbytes) in sorted(groups.items()):
         device = _parse_device_text(dev)
@@ -405,17 +402,21 @@ def _literal_sizes(node: Node) -> Iterable[tuple[str, int]]:
     for inp in node.inputs:
         if inp.name not in _SIZE_ARG_NAMES:
             continue
-        kind, value = inp.arg.kind, inp.arg.value
-        if kind == "as_int" and isinstance(value, int):
-            yield inp.name, value
-        elif kind == "as_ints" and isinstance(value, list):
-            for v in value:
-                if isinstance(v, int):
-                    yield inp.name, v
-        elif kind == "as_sym_ints" and isinstance(value, list):
-            for v in value:
-                if isinstance(v, dict) and isinstance(v.get("as_int"), int):
-                    yield inp.name, v["as_int"]
+        arg = inp.arg
+        single = arg.int_value()
+        if single is not None:
+            yield inp.name, single
+        elif arg.kind in _SIZE_LIST_KINDS:
+            for item in arg.items() or ():
+                # a literal int, or a SymInt export specialized to one
+                value = item.int_value() if item.kind == ArgKind.INT else _sym_int_literal(item)
+                if value is not None:
+                    yield inp.name, value
+
+
+def _sym_int_literal(arg: Argument) -> int | None:
+    sym = arg.sym()
+    return sym.literal if sym is not None and type(sym.literal) is int else None
 
 
 def _hinted_sizes(node: Node, hints: dict[int, set[str]]) -> list[int]:

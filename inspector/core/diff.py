@@ -45,7 +45,7 @@ from inspector.core.node_match import (
     match_programs,
     qualified_name,
 )
-from inspector.core.program import Program, Range
+from inspector.core.program import Program, Range, sym_size
 
 # Records that differ between any two saves of the same program: torch writes a
 # fresh random id each time (torch.export.save -> serialization_id).
@@ -431,22 +431,12 @@ def _weights(archive: Archive, program: str) -> dict[str, WeightEntry]:
                 dtype = DTYPE_NAMES.get(code, f"dtype{code}") if isinstance(code, int) else None
                 sizes = tm.get("sizes")
                 if isinstance(sizes, list):
-                    shape = tuple(_size(s) for s in sizes)
+                    shape = tuple(sym_size(s) for s in sizes)
             path = meta.get("path_name")
             rel = f"data/{which}/{path}" if isinstance(path, str) else None
             crc = archive.checksum(rel) if rel else None
             out[str(fqn)] = WeightEntry(str(fqn), dtype, shape, rel, *(crc or (None, None)))
     return out
-
-
-def _size(s: Any) -> int | str:
-    if isinstance(s, dict) and len(s) == 1:
-        ((kind, value),) = s.items()
-        if kind == "as_int" and isinstance(value, int):
-            return value
-        if kind == "as_expr" and isinstance(value, dict):
-            return str(value.get("expr_str", "?"))
-    return "?"
 
 
 def _diff_weights(a: Archive, b: Archive, name_a: str, name_b: str) -> WeightsDiff:

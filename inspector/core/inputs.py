@@ -28,6 +28,7 @@ from typing import Any
 
 from inspector.core.dtypes import DTYPE_NAMES
 from inspector.core.errors import InspectorError
+from inspector.core.program import SYM_KINDS, ArgKind, Argument, sym_scalar
 from inspector.core.symbolic import Call, ExprSyntaxError, parse_srepr
 
 DEFAULT_SIZE = 4  # a symbol without hint: small, but not 0/1 (export specializes those)
@@ -204,20 +205,19 @@ def _sizes(meta: Any, where: str) -> list[_Size]:
         raise InputSpecError(f"{where}: the program records no sizes for it")
     out: list[_Size] = []
     for s in raw:
-        if isinstance(s, dict) and isinstance(s.get("as_int"), int):
-            out.append(_Size(int(s["as_int"])))
+        sym = sym_scalar(s)
+        if sym is not None and type(sym.literal) is int:
+            out.append(_Size(sym.literal))
             continue
-        expr = s.get("as_expr") if isinstance(s, dict) else None
-        text = expr.get("expr_str") if isinstance(expr, dict) else None
-        if not isinstance(text, str):
+        text = sym.expr if sym is not None else None
+        if text is None:
             raise InputSpecError(f"{where}: a size is neither an int nor an expression")
         try:
             tree = parse_srepr(text)
         except ExprSyntaxError as exc:
             raise InputSpecError(f"{where}: size {text[:80]!r} cannot be read ({exc})") from None
-        hint = expr.get("hint")
-        hint_value = hint.get("as_int") if isinstance(hint, dict) else None
-        out.append(_Size(None, tree, text, hint_value if isinstance(hint_value, int) else None))
+        hint = sym.hint  # type: ignore[union-attr]
+        out.append(_Size(None, tree, text, hint if type(hint) is int else None))
     return out
 
 
@@ -259,32 +259,24 @@ def _user_inputs(doc: dict[str, Any], program: str) -> list[tuple[str, str, Any]
         if kind == "constant_input" and isinstance(body, dict):
             out.append((str(body.get("name")), CONSTANT, _constant(body.get("value"))))
         elif kind == "user_input" and isinstance(body, dict):
-            arg = body.get("arg")
-            if not isinstance(arg, dict) or len(arg) != 1:
+            arg = Argument.of(body.get("arg"))
+            if arg.kind == ArgKind.UNKNOWN:
                 continue
-            ((akind, aval),) = arg.items()
-            if akind == "as_tensor" and isinstance(aval, dict):
-                name = str(aval.get("name"))
+            if arg.kind == ArgKind.TENSOR and type(arg.value) is dict:
+                name = str(arg.name())
                 out.append((name, TENSOR, tensors.get(name)))
-            elif akind in ("as_sym_int", "as_sym_float", "as_sym_bool") and isinstance(aval, dict):
-                name = aval.get("as_name")
-                values = graph.get(akind.replace("as_", "") + "_values") or {}
-                out.append((str(name), akind[3:], values.get(name)))
+            elif arg.kind in SYM_KINDS and type(arg.value) is dict:
+                name = arg.name()
+                values = graph.get(arg.type_name + "_values") or {}
+                out.append((str(name), arg.type_name, values.get(name)))
             else:  # a constant passed as a user input (older schemas)
-                out.append((f"arg{len(out)}", CONSTANT, _constant(arg)))
+                out.append((f"arg{len(out)}", CONSTANT, _constant(body.get("arg"))))
     return out
 
 
 def _constant(value: Any) -> Any:
-    if not isinstance(value, dict) or len(value) != 1:
-        return None
-    ((kind, inner),) = value.items()
-    if kind == "as_none":
-        return None
-    if kind in ("as_int", "as_float", "as_bool", "as_string", "as_ints", "as_floats",
-                "as_bools", "as_strings"):
-        return inner
-    return None
+    """A recorded constant's value as written (None for None and for anything else)."""
+    return Argument.of(value).literal()
 
 
 def plan_inputs(doc: dict[str, Any], program: str, dims: dict[str, int] | None = None,
@@ -318,8 +310,9 @@ def plan_inputs(doc: dict[str, Any], program: str, dims: dict[str, int] | None =
     for name, kind, payload in entries:
         if kind in (SYM_INT, SYM_FLOAT, SYM_BOOL):
             sym_records[name] = payload
-            if kind == SYM_INT and isinstance(payload, dict) and isinstance(payload.get("as_expr"), dict):
-                tree = _tree(payload["as_expr"].get("expr_str"))
+            sym = sym_scalar(payload) if kind == SYM_INT else None
+            if sym is not None and sym.literal is None:
+                tree = _tree(sym.expr)
                 if tree is not None:
                     symbols |= _free_symbols(tree)
     if strict:
@@ -490,12 +483,12 @@ def _evaluate_shape(name: str, ss: list[_Size], env: dict[str, int],
 def _sym_value(payload: Any, env: dict[str, int], name: str, where: str) -> Any:
     """A symbolic scalar input's value: its expression under the chosen symbols, or
     the constant it was recorded as."""
-    if isinstance(payload, dict):
-        if "as_int" in payload or "as_float" in payload or "as_bool" in payload:
-            return next(iter(payload.values()))
-        expr = payload.get("as_expr")
-        if isinstance(expr, dict):
-            tree = _tree(expr.get("expr_str"))
+    sym = sym_scalar(payload)
+    if sym is not None:
+        if sym.literal is not None:
+            return sym.literal
+        if sym.expr is not None:
+            tree = _tree(sym.expr)
             if tree is not None:
                 try:
                     value = _eval(tree, env)

@@ -17,23 +17,30 @@ from __future__ import annotations
 import builtins
 import json
 import keyword
-import math
 import re
-from dataclasses import dataclass, field
 from collections.abc import Iterator
 from typing import Any
+
+from msgspec import Struct, field  # C-defined records: cheaper to define than dataclasses
 
 from inspector.core.dtypes import DTYPE_REPR, LAYOUT_NAMES, MEMORY_FORMAT_NAMES
 from inspector.core.frames import summary_frame
 from inspector.core.op_schemas import op_schema
 from inspector.core.program import (
+    FLOAT_WORDS,
     KEYWORD,
     POSITIONAL,
+    ArgKind,
     Argument,
     Graph,
     Node,
     Program,
+    SymArg,
 )
+
+K = ArgKind
+_TENSOR = K.TENSOR
+_REPR_KINDS = frozenset({K.INT, K.BOOL, K.STRING})
 
 INDENT = "    "
 
@@ -56,11 +63,9 @@ _NAME = re.compile(r"^([a-zA-Z_][0-9a-zA-Z_]*?)(?:_(\d+))?$")
 # FX never names a node after a keyword, a builtin or one of its own globals
 _ILLEGAL_NAMES = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | frozenset(
     {"inf", "nan", "NoneType", "torch", "device", "fx_pytree", "pytree"})
-_FLOAT_WORDS = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
 
 
-@dataclass
-class Listing:
+class Listing(Struct, dict=True, weakref=True):
     """Lines of text plus the maps between lines and nodes (0-based lines)."""
 
     lines: list[str] = field(default_factory=list)
@@ -253,14 +258,12 @@ def _render_module(listing: Listing, graph: Graph, class_name: str, level: int,
     for node in graph.nodes:
         # Subgraph arguments become get_attr nodes just before their HOP call,
         # carrying the call's metadata.
-        subgraph_args = [a.arg.value for a in node.inputs
-                         if a.arg.kind == "as_graph" and isinstance(a.arg.value, dict)] \
+        subgraph_names = [n for a in node.inputs if (n := a.arg.graph_name()) is not None] \
             if node.target.startswith(_HOP_PREFIX) else ()
-        for sub in subgraph_args:
+        for sub_name in subgraph_names:
             prev_summary = _summary(listing, node, prev_summary, body, emitted, summaries,
                                     listing.hop_attr_metadata)
             emitted = True
-            sub_name = str(sub.get("name", ""))
             attr_name = shown.define(ns.create(sub_name))
             line = listing._add(f"{body}{attr_name} = self.{sub_name}", STATEMENT, node)
             listing.definitions[(graph.name, attr_name)] = line
@@ -307,9 +310,8 @@ class _PrintedNames:
             if node.name in illegal:
                 return cls(_Namespace())
             for out in node.outputs:
-                value = out.value
-                if out.kind == "as_tensor" and type(value) is dict:  # the common case, fast
-                    if value.get("name") in illegal:
+                if out.kind == K.TENSOR:  # the common case, fast
+                    if out.name() in illegal:
                         return cls(_Namespace())
                 elif any(n in illegal for n in out.tensor_names()):
                     return cls(_Namespace())
@@ -417,11 +419,10 @@ def _emit_node(listing: Listing, graph: Graph, node: Node, body: str, ns: _Names
     target = node.target
     outputs = node.outputs
     hop = target.startswith(_HOP_PREFIX)
-    if not hop and node.name_in_file and len(outputs) == 1 and outputs[0].kind == "as_tensor":
+    if not hop and node.name_in_file and len(outputs) == 1 and outputs[0].kind == K.TENSOR:
         # the common case (one tensor out), kept short: 100k-node programs
-        value = outputs[0].value
-        name = value.get("name") if isinstance(value, dict) else None
-        if isinstance(name, str):
+        name = outputs[0].name()
+        if name is not None:
             ns.create(node.name)
             printed = shown.define(name)
             line = listing._add(f"{body}{printed}{_annotation(graph, name)} = "
@@ -436,7 +437,7 @@ def _emit_node(listing: Listing, graph: Graph, node: Node, body: str, ns: _Names
     annotation = ""
     getitems: list[tuple[str, str, int, list]] = []  # (kind, name, index, nested)
     if hop and len(outputs) == 1 and node.is_hop_single_tensor_return is False \
-            and kinds[0] != "as_none":
+            and kinds[0] != K.NONE:
         # a HOP returning a one-element tuple: a getitem for element 0
         getitems = _getitems(outputs, ns)
     elif single_value:
@@ -444,13 +445,11 @@ def _emit_node(listing: Listing, graph: Graph, node: Node, body: str, ns: _Names
         if out_name:
             name = out_name[0]  # sync_fx_node: the value's own name
             annotation = _annotation(graph, name)
-    elif len(outputs) == 1 and kinds[0] == "as_none":
+    elif len(outputs) == 1 and kinds[0] == K.NONE:
         name = ns.create(_target_to_str(target) + "_unused")
     elif outputs:
-        if len(outputs) == 1 and kinds[0] == "as_tensors" and isinstance(outputs[0].value, list):
-            items = [Argument("as_tensor", e) for e in outputs[0].value]
-        else:
-            items = outputs
+        listed = outputs[0].items() if len(outputs) == 1 and kinds[0] == K.TENSORS else None
+        items = outputs if listed is None else listed
         getitems = _getitems(items, ns)
     printed = shown.define(name)
     call = _call_text(node, target, hop, shown.map)
@@ -460,7 +459,10 @@ def _emit_node(listing: Listing, graph: Graph, node: Node, body: str, ns: _Names
     _emit_getitems(listing, graph, node, body, printed, getitems, shown)
 
 
-_SINGLE_VALUE_KINDS = ("as_tensor", "as_sym_int", "as_sym_float", "as_sym_bool")
+_SINGLE_VALUE_KINDS = (K.TENSOR, K.SYM_INT, K.SYM_FLOAT, K.SYM_BOOL)
+# The deserializer adds getitem nodes for these (not for SymBools: torch's own gap).
+_GETITEM_VALUE_KINDS = (K.TENSOR, K.SYM_INT, K.SYM_FLOAT)
+_GETITEM_LIST_KINDS = (K.TENSORS, K.SYM_INTS, K.SYM_FLOATS)
 _HOP_PREFIX = "torch.ops.higher_order."
 
 
@@ -469,7 +471,7 @@ def _creation_name(node: Node, hop: bool, single_value: bool) -> str:
     if node.name_in_file:
         return node.name
     outputs = node.outputs
-    if single_value and (outputs[0].kind != "as_tensor" or not hop
+    if single_value and (outputs[0].kind != K.TENSOR or not hop
                          or node.is_hop_single_tensor_return is not False):
         names = outputs[0].tensor_names()
         if names:
@@ -480,17 +482,16 @@ def _creation_name(node: Node, hop: bool, single_value: bool) -> str:
 def _getitems(items: list[Argument], ns: _Namespace) -> list[tuple[str, str, int, list]]:
     out: list[tuple[str, str, int, list]] = []
     for idx, arg in enumerate(items):
-        names = arg.tensor_names()
-        if arg.kind in ("as_tensor", "as_sym_int", "as_sym_float") and names:
-            ns.create(names[0])  # created under its name, then synced to it
-            out.append(("value", names[0], idx, []))
-        elif arg.kind in ("as_tensors", "as_sym_ints", "as_sym_floats") and isinstance(arg.value, list):
+        kind = arg.kind
+        name = arg.name() if kind in _GETITEM_VALUE_KINDS else None
+        if name is not None:
+            ns.create(name)  # created under its name, then synced to it
+            out.append(("value", name, idx, []))
+        elif kind in _GETITEM_LIST_KINDS and (elements := arg.items()) is not None:
             list_name = ns.create("getitem")
-            sub_kind = arg.kind[:-1]
-            nested = _getitems([Argument(sub_kind, v) for v in arg.value], ns)
-            out.append(("list", list_name, idx, nested))
-        elif arg.kind == "as_none":
-            out.append(("none", ns.create("as_none"), idx, []))
+            out.append(("list", list_name, idx, _getitems(elements, ns)))
+        elif kind == K.NONE:
+            out.append(("none", ns.create(K.NONE), idx, []))  # torch names it after the kind
     return out
 
 
@@ -632,7 +633,7 @@ class _Namespace:
 
 def _float_text(value: Any) -> str:
     if isinstance(value, str):
-        value = _FLOAT_WORDS.get(value, value)
+        value = FLOAT_WORDS.get(value, value)
     if isinstance(value, float):
         return repr(value)
     if isinstance(value, int) and not isinstance(value, bool):
@@ -640,87 +641,161 @@ def _float_text(value: Any) -> str:
     return repr(value)
 
 
-def _sym_text(value: Any, literal: str, names: dict[str, str] | None = None) -> str:
-    if isinstance(value, dict) and len(value) == 1:
-        ((kind, inner),) = value.items()
-        if kind == "as_name":
-            return names.get(str(inner), str(inner)) if names else str(inner)
-        if kind == "as_float":
-            return _float_text(inner)
-        return repr(inner)
-    return repr(value)
-
-
 def _arg_text(arg: Argument, names: dict[str, str] | None = None) -> str:
     """An argument as FX prints it; `names`: values FX prints under another
     name (name in the file -> printed name)."""
-    kind, value = arg.kind, arg.value
-    if names and kind != "as_string_to_argument":  # that one recurses with `names`
+    kind = arg.kind
+    if names and kind != K.STRING_TO_ARGUMENT:  # that one recurses with `names`
         return _renamed(_arg_text(arg), arg, names)
-    if kind == "as_tensor" or kind == "as_custom_obj":
-        return str(value.get("name")) if isinstance(value, dict) else repr(value)
-    if kind == "as_none":
-        return "None"
-    if kind in ("as_int", "as_bool", "as_string"):
-        return repr(value)
-    if kind == "as_float":
-        return _float_text(value)
-    if kind in ("as_ints", "as_bools", "as_strings"):
-        return "[" + ", ".join(repr(v) for v in value) + "]" if isinstance(value, list) else repr(value)
-    if kind == "as_floats":
-        return "[" + ", ".join(_float_text(v) for v in value) + "]" if isinstance(value, list) else repr(value)
-    if kind == "as_tensors":
-        return "[" + ", ".join(str(v.get("name")) for v in value if isinstance(v, dict)) + "]" \
-            if isinstance(value, list) else repr(value)  # null from a damaged file (fuzz)
-    if kind in ("as_sym_int", "as_sym_bool", "as_sym_float"):
-        return _sym_text(value, kind)
-    if kind in ("as_sym_ints", "as_sym_bools", "as_sym_floats"):
-        return "[" + ", ".join(_sym_text(v, kind) for v in value) + "]" if isinstance(value, list) else repr(value)
-    if kind == "as_scalar_type":
-        return DTYPE_REPR.get(value, f"torch.dtype({value})")
-    if kind == "as_memory_format":
-        return f"torch.{MEMORY_FORMAT_NAMES.get(value, value)}"
-    if kind == "as_layout":
-        return f"torch.{LAYOUT_NAMES.get(value, value)}"
-    if kind == "as_device":
-        if isinstance(value, dict):
-            index = value.get("index")
-            if index is None:
-                return f"device(type={value.get('type')!r})"
-            return f"device(type={value.get('type')!r}, index={index})"
-        return repr(value)
-    if kind == "as_graph":
-        return str(value.get("name")) if isinstance(value, dict) else repr(value)
-    if kind == "as_optional_tensors":
-        return "[" + ", ".join(_optional_tensor_text(v) for v in value) + "]" if isinstance(value, list) else repr(value)
-    if kind == "as_optional_tensor":
-        return _optional_tensor_text(value)
-    if kind == "as_operator":
-        return str(value)
-    if kind == "as_complex":
-        if isinstance(value, dict):
-            return repr(complex(_num(value.get("real")), _num(value.get("imag"))))
-        return repr(value)
-    if kind == "as_int_lists":
-        return repr(value)
-    if kind == "as_float_lists":
-        return "[" + ", ".join("[" + ", ".join(_float_text(x) for x in v) + "]" for v in value) + "]" \
-            if isinstance(value, list) and all(isinstance(v, list) for v in value) else repr(value)
-    if kind == "as_nested_tensors":
-        return "[" + ", ".join("[" + ", ".join(str(t.get("name")) for t in v if isinstance(t, dict)) + "]"
-                               for v in value if isinstance(v, list)) + "]" if isinstance(value, list) else repr(value)
-    if kind == "as_string_to_argument":
-        if isinstance(value, dict):
-            items = []
-            for k, v in value.items():
-                inner = Argument(*next(iter(v.items()))) if isinstance(v, dict) and len(v) == 1 else Argument("unknown", v)
-                items.append(f"{k!r}: {_arg_text(inner, names)}")
-            return "{" + ", ".join(items) + "}"
-        return repr(value)
-    return f"<{kind}: {json.dumps(value, default=str)[:200]}>"
+    if kind == _TENSOR:  # most arguments: kept short for 100k-node programs
+        name = arg.name()
+        return repr(arg.value) if name is None else name
+    if kind in _REPR_KINDS:  # the next most common: a literal is its own value
+        return repr(arg.value)
+    text = _FORMATS.get(kind)
+    if text is None:
+        return f"<{kind}: {json.dumps(arg.value, default=str)[:200]}>"
+    return text(arg, names)
 
+
+# Each formatter falls back to repr() of the raw value when the accessor finds
+# it damaged (a fuzzed file): shown, never fatal.
+
+def _name_text(arg: Argument, names: dict[str, str] | None) -> str:
+    name = arg.name()
+    return repr(arg.value) if name is None else name
+
+
+def _literal_list_text(arg: Argument, names: dict[str, str] | None) -> str:
+    values = arg.literal()
+    if type(values) is not list:
+        return repr(arg.value)
+    element = _float_text if arg.kind == K.FLOATS else repr
+    return "[" + ", ".join(map(element, values)) + "]"
+
+
+def _tensors_text(arg: Argument, names: dict[str, str] | None) -> str:
+    items = arg.items()
+    if items is None:
+        return repr(arg.value)  # null from a damaged file (fuzz)
+    return "[" + ", ".join(n for item in items if (n := item.name()) is not None) + "]"
+
+
+def _sym_text(arg: Argument, names: dict[str, str] | None = None) -> str:
+    sym = arg.sym()
+    return repr(arg.value) if sym is None else _sym_value_text(sym, arg.kind == K.SYM_FLOAT)
+
+
+def _sym_value_text(sym: SymArg, is_float: bool) -> str:
+    if sym.name is not None:
+        return sym.name
+    return _float_text(sym.literal) if is_float else repr(sym.literal)
+
+
+def _sym_list_text(arg: Argument, names: dict[str, str] | None) -> str:
+    syms = arg.syms()
+    if syms is None:
+        return repr(arg.value)
+    is_float = arg.kind == K.SYM_FLOATS
+    # a damaged element shows as its raw value, as a damaged single one does
+    return "[" + ", ".join(repr(raw) if s is None else _sym_value_text(s, is_float)
+                           for s, raw in zip(syms, arg.value)) + "]"
+
+
+def _list_text(element: Any) -> Any:
+    def text(arg: Argument, names: dict[str, str] | None) -> str:
+        items = arg.items()
+        if items is None:
+            return repr(arg.value)
+        return "[" + ", ".join(element(item, names) for item in items) + "]"
+    return text
+
+
+def _device_text(arg: Argument, names: dict[str, str] | None) -> str:
+    device = arg.device()
+    assert device is not None  # dispatched on the kind
+    if device.index is None:
+        return f"device(type={device.type!r})"
+    return f"device(type={device.type!r}, index={device.index})"
+
+
+def _optional_tensor_text(arg: Argument, names: dict[str, str] | None = None) -> str:
+    inner = arg.optional()
+    if inner is None:
+        return repr(arg.value)
+    return "None" if inner.is_none else _name_text(inner, names)
+
+
+def _complex_text(arg: Argument, names: dict[str, str] | None) -> str:
+    value = arg.complex_value()
+    return repr(arg.value) if value is None else repr(value)
+
+
+def _float_lists_text(arg: Argument, names: dict[str, str] | None) -> str:
+    rows = [item.literal() for item in arg.items() or ()]
+    if type(arg.value) is not list or not all(type(r) is list for r in rows):
+        return repr(arg.value)
+    return "[" + ", ".join("[" + ", ".join(map(_float_text, r)) + "]" for r in rows) + "]"
+
+
+def _nested_tensors_text(arg: Argument, names: dict[str, str] | None) -> str:
+    rows = arg.items()
+    if rows is None:
+        return repr(arg.value)
+    return "[" + ", ".join(_tensors_text(r, names) for r in rows if r.items() is not None) + "]"
+
+
+def _string_map_text(arg: Argument, names: dict[str, str] | None) -> str:
+    members = arg.mapping()
+    if members is None:
+        return repr(arg.value)
+    return "{" + ", ".join(f"{k!r}: {_arg_text(v, names)}" for k, v in members.items()) + "}"
+
+
+def _enum_text(table: dict[int, str], missing: str) -> Any:
+    def text(arg: Argument, names: dict[str, str] | None) -> str:
+        return table.get(arg.enum_code(), missing.format(arg.value))  # type: ignore[arg-type]
+    return text
+
+
+_FORMATS = {
+    K.TENSOR: _name_text,
+    K.CUSTOM_OBJ: _name_text,
+    K.NONE: lambda arg, names: "None",
+    K.INT: lambda arg, names: repr(arg.literal()),
+    K.BOOL: lambda arg, names: repr(arg.literal()),
+    K.STRING: lambda arg, names: repr(arg.literal()),
+    K.FLOAT: lambda arg, names: _float_text(arg.literal()),
+    K.INTS: _literal_list_text,
+    K.BOOLS: _literal_list_text,
+    K.STRINGS: _literal_list_text,
+    K.FLOATS: _literal_list_text,
+    K.TENSORS: _tensors_text,
+    K.SYM_INT: _sym_text,
+    K.SYM_BOOL: _sym_text,
+    K.SYM_FLOAT: _sym_text,
+    K.SYM_INTS: _sym_list_text,
+    K.SYM_BOOLS: _sym_list_text,
+    K.SYM_FLOATS: _sym_list_text,
+    K.SCALAR_TYPE: _enum_text(DTYPE_REPR, "torch.dtype({})"),
+    K.MEMORY_FORMAT: _enum_text({k: f"torch.{v}" for k, v in MEMORY_FORMAT_NAMES.items()}, "torch.{}"),
+    K.LAYOUT: _enum_text({k: f"torch.{v}" for k, v in LAYOUT_NAMES.items()}, "torch.{}"),
+    K.DEVICE: _device_text,
+    K.GRAPH: lambda arg, names: arg.graph_name() or repr(arg.value),
+    K.OPTIONAL_TENSORS: _list_text(_optional_tensor_text),
+    K.OPTIONAL_TENSOR: _optional_tensor_text,
+    K.OPERATOR: lambda arg, names: str(arg.value),
+    K.COMPLEX: _complex_text,
+    K.INT_LISTS: lambda arg, names: repr(arg.value),
+    K.FLOAT_LISTS: _float_lists_text,
+    K.NESTED_TENSORS: _nested_tensors_text,
+    K.STRING_TO_ARGUMENT: _string_map_text,
+}
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Kinds printed as exactly one name, swapped whole when FX renames it.
+_WHOLE_NAME_KINDS = frozenset({K.TENSOR, K.CUSTOM_OBJ, K.GRAPH, K.SYM_INT, K.SYM_BOOL,
+                               K.SYM_FLOAT, K.OPTIONAL_TENSOR})
 
 
 def _renamed(text: str, arg: Argument, names: dict[str, str]) -> str:
@@ -729,31 +804,14 @@ def _renamed(text: str, arg: Argument, names: dict[str, str]) -> str:
     are known (Argument.tensor_names), so only those identifiers are swapped,
     never text inside a string literal that merely looks like one."""
     wanted = {n: names[n] for n in arg.tensor_names() if n in names}
-    if arg.kind == "as_graph" and isinstance(arg.value, dict):
-        sub = str(arg.value.get("name"))
-        if sub in names:
-            wanted[sub] = names[sub]
+    sub = arg.graph_name()
+    if sub is not None and sub in names:
+        wanted[sub] = names[sub]
     if not wanted:
         return text
-    if arg.kind in ("as_tensor", "as_custom_obj", "as_graph", "as_sym_int", "as_sym_bool",
-                    "as_sym_float", "as_optional_tensor"):
+    if arg.kind in _WHOLE_NAME_KINDS:
         return wanted.get(text, text)
     return _IDENTIFIER.sub(lambda m: wanted.get(m.group(0), m.group(0)), text)
-
-
-def _num(v: Any) -> float:
-    if isinstance(v, str):
-        return _FLOAT_WORDS.get(v, 0.0)
-    return float(v) if isinstance(v, (int, float)) else 0.0
-
-
-def _optional_tensor_text(value: Any) -> str:
-    if isinstance(value, dict):
-        if "as_tensor" in value and isinstance(value["as_tensor"], dict):
-            return str(value["as_tensor"].get("name"))
-        if "as_none" in value:
-            return "None"
-    return repr(value)
 
 
 def _output_text(graph: Graph, names: dict[str, str] | None = None) -> str:

@@ -31,10 +31,20 @@ from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from inspector.core.frames import module_path
-from inspector.core.program import Graph, InputSpec, Node, OutputSpec, Program
+from inspector.core.program import (
+    PLAIN_KINDS,
+    REFERENCE_KEYS,
+    ArgKind,
+    Graph,
+    InputSpec,
+    Node,
+    OutputSpec,
+    Program,
+)
 from inspector.core.summary import value_type
 
 SAME, CHANGED, ADDED, REMOVED = "same", "changed", "added", "removed"
+_TENSOR = ArgKind.TENSOR
 
 # Statement fields of a node pair.
 TARGET, ARGS, TYPE = "target", "args", "type"
@@ -46,12 +56,6 @@ STACK_TRACE, MODULE, DEVICE = "stack_trace", "module", "device"
 # (two unrelated 100k-node programs) pair equal keys in order, in linear time,
 # because difflib on long runs of repeated keys approaches quadratic time.
 _ALIGN_LIMIT = 4_000_000
-# Argument kinds whose values hold no value names: compared as plain data.
-_PLAIN_KINDS = frozenset({
-    "as_none", "as_int", "as_ints", "as_float", "as_floats", "as_string", "as_strings",
-    "as_bool", "as_bools", "as_scalar_type", "as_memory_format", "as_layout", "as_device",
-    "as_int_lists", "as_float_lists", "as_complex", "as_operator",
-})
 
 
 @dataclass(slots=True, eq=False)
@@ -300,12 +304,11 @@ def _value_map(match: ProgramMatch) -> dict[str, dict[str, str]]:
         if gm.b is not None:
             for pair in gm.pairs:
                 oa, ob = pair.a.outputs, pair.b.outputs
-                if len(oa) == 1 and len(ob) == 1 and oa[0].kind == "as_tensor" == ob[0].kind:
-                    va, vb = oa[0].value, ob[0].value  # the common case, kept short
-                    if type(va) is dict and type(vb) is dict:
-                        na, nb = va.get("name"), vb.get("name")
-                        if type(na) is str:
-                            m[na] = nb if type(nb) is str else _UNMATCHED
+                if len(oa) == 1 and len(ob) == 1 and oa[0].kind == _TENSOR == ob[0].kind:
+                    na = oa[0].name()  # the common case, kept short
+                    if na is not None:
+                        nb = ob[0].name()
+                        m[na] = _UNMATCHED if nb is None else nb
                         continue
                 outs_a, outs_b = pair.a.output_names(), pair.b.output_names()
                 for k, name in enumerate(outs_a):
@@ -357,15 +360,15 @@ def inputs_equal(a: Node, b: Node, m: dict[str, str]) -> bool:
         if kind != ay.kind:
             return False
         vx, vy = ax.value, ay.value
-        if kind == "as_tensor" and type(vx) is dict and type(vy) is dict and len(vx) == 1:
-            name = vx.get("name")
-            if m.get(name, name) != vy.get("name") or len(vy) != 1:
+        if kind == _TENSOR and type(vx) is dict and type(vy) is dict and len(vx) == 1:
+            name = ax.name()
+            if m.get(name, name) != ay.name() or len(vy) != 1:  # type: ignore[arg-type]
                 return False
-        elif kind in _PLAIN_KINDS:
+        elif kind in PLAIN_KINDS:
             if vx != vy:
                 return False
-        elif kind == "as_graph":  # the subgraph itself is compared as its own graph
-            if not (type(vx) is dict and type(vy) is dict and vx.get("name") == vy.get("name")):
+        elif kind == ArgKind.GRAPH:  # the subgraph itself is compared as its own graph
+            if type(vx) is not dict or type(vy) is not dict or ax.graph_name() != ay.graph_name():
                 return False
         elif not _value_equal(vx, vy, m):
             return False
@@ -382,7 +385,7 @@ def _value_equal(x: object, y: object, m: dict[str, str]) -> bool:
             return False
         for k, v in x.items():  # type: ignore[union-attr]
             w = y[k]  # type: ignore[index]
-            if (k == "name" or k == "as_name") and type(v) is str:
+            if k in REFERENCE_KEYS and type(v) is str:
                 if m.get(v, v) != w:
                     return False
             elif not _value_equal(v, w, m):
@@ -397,10 +400,12 @@ def _value_equal(x: object, y: object, m: dict[str, str]) -> bool:
 def _outputs_differ(a: Node, b: Node, ga: Graph, gb: Graph) -> tuple[bool, bool]:
     """(output types differ, recorded output devices differ)."""
     oa, ob = a.outputs, b.outputs
-    if len(oa) == 1 and len(ob) == 1 and oa[0].kind == "as_tensor" == ob[0].kind:
-        va, vb = oa[0].value, ob[0].value  # the common case, kept short
-        names_a = [va.get("name")] if type(va) is dict else []
-        names_b = [vb.get("name")] if type(vb) is dict else []
+    if len(oa) == 1 and len(ob) == 1 and oa[0].kind == _TENSOR == ob[0].kind:
+        na, nb = oa[0].name(), ob[0].name()  # the common case, kept short
+        names_a = [] if na is None else [na]
+        names_b = [] if nb is None else [nb]
+        if len(names_a) != len(names_b):  # one of them damaged
+            return True, False
     else:
         if [o.kind for o in oa] != [o.kind for o in ob]:
             return True, False

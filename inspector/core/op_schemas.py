@@ -10,11 +10,10 @@ read once on first use: data, never torch at run time.
 
 from __future__ import annotations
 
-import gzip
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 _TABLE = Path(__file__).with_name("data") / "op_schemas.json.gz"
 _PREFIX = "torch.ops."
@@ -31,10 +30,18 @@ class SchemaArg(NamedTuple):
         return not self.has_default and not self.kwarg_only
 
 
+def _read_table() -> Any:
+    # gzip imported only here: only nodes whose arguments carry no kind
+    # (schemas 7.3, 8.2) need the table, and `list` starts sooner (issue 17)
+    import gzip
+
+    return json.loads(gzip.decompress(_TABLE.read_bytes()))
+
+
 @lru_cache(maxsize=1)
 def _table() -> dict[str, list[str]]:
     try:
-        doc = json.loads(gzip.decompress(_TABLE.read_bytes()))
+        doc = _read_table()
     except (OSError, ValueError):
         return {}  # a damaged install lists every argument positionally, as before
     ops = doc.get("ops") if isinstance(doc, dict) else None
@@ -62,6 +69,6 @@ def op_schema(target: str) -> tuple[SchemaArg, ...] | None:
 def table_torch_version() -> str:
     """The torch release the table was generated from."""
     try:
-        return str(json.loads(gzip.decompress(_TABLE.read_bytes())).get("torch", "?"))
+        return str(_read_table().get("torch", "?"))
     except (OSError, ValueError, AttributeError):
         return "?"

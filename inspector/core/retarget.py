@@ -37,11 +37,11 @@ from inspector.core.archive import Archive, ArchiveError, open_archive
 from inspector.core.atomic import AtomicWriter
 from inspector.core.device_names import parse_device
 from inspector.core.errors import InspectorError
-from inspector.core.program import Device, parse_program
+from inspector.core.program import ArgKind, Device, decode_device, parse_program
 
 # JSON keys whose value is a serialized Device ({"type": ..., "index": ...}) in
 # torch's schema: Argument.as_device and TensorMeta.device.
-DEVICE_KEYS = frozenset({"as_device", "device"})
+DEVICE_KEYS = frozenset({ArgKind.DEVICE, "device"})
 _CHUNK = 4 * 1024 * 1024
 # torch's zip writer aligns each record's data to 64 bytes (mmap-friendly); keep it.
 _ALIGN = 64
@@ -207,7 +207,7 @@ def _rewrite_json(archive: Archive, names: list[str], target: Device
         doc = archive.program_json(name)
         parse_program(doc, name)  # refuse what the reader refuses (limits, structure)
         counts, olds = rewrite_devices(doc, new_value)
-        change.literals = counts["as_device"]
+        change.literals = counts[ArgKind.DEVICE]
         change.tensor_meta = counts["device"]
         change.unchanged = counts["unchanged"]
         change.from_devices = dict(olds)
@@ -218,7 +218,7 @@ def _rewrite_json(archive: Archive, names: list[str], target: Device
                 continue
             cdoc = archive.read_json(crel)
             ccounts, _ = rewrite_devices(cdoc, new_value)
-            change.payloads += ccounts["device"] + ccounts["as_device"]
+            change.payloads += ccounts["device"] + ccounts[ArgKind.DEVICE]
             change.unchanged += ccounts["unchanged"]
             replacements[archive.entry_name(crel)] = _dump(cdoc, crel)
         changes.append(change)
@@ -257,10 +257,8 @@ def rewrite_devices(doc: Any, new_value: dict[str, Any]) -> tuple[Counter[str], 
                     if value == new_value:
                         counts["unchanged"] += 1
                         continue
-                    if key == "as_device":
-                        old = Device(value["type"], value.get("index")
-                                     if isinstance(value.get("index"), int) else None)
-                        olds[str(old)] += 1
+                    if key == ArgKind.DEVICE:
+                        olds[str(decode_device(value))] += 1
                     item[key] = dict(new_value)
                     counts[key] += 1
                 elif isinstance(value, (dict, list)):

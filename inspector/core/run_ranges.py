@@ -8,7 +8,7 @@ checks again (the window starts the child directly), and the window can use
 `run_defaults` / `run_problems` for its controls and `export_run_problems` to
 warn in the Export panel before writing ranges the generator cannot run.
 
-The generator (jobs/generate.py) starts from one START token and feeds the
+The generator (jobs/timed_generation.py) starts from one START token and feeds the
 decoder the whole sequence each step: 1, 2, ... max_tokens tokens. torch's
 run-time input check lets sizes 0 and 1 through for a range that starts at 2 or
 lower (the 0/1 convention: torch/_export/utils.py `if min_val > 2`), so a seq_len

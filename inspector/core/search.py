@@ -337,13 +337,7 @@ def _may_span_lines(pattern: str) -> bool:
 
 
 def _device_literals(node: Node) -> list[str]:
-    out = []
-    for inp in node.inputs:
-        if inp.arg.kind == "as_device" and isinstance(inp.arg.value, dict):
-            dtype = str(inp.arg.value.get("type"))
-            index = inp.arg.value.get("index")
-            out.append(dtype if index is None else f"{dtype}:{index}")
-    return out
+    return [str(device) for inp in node.inputs if (device := inp.arg.device()) is not None]
 
 
 def _compile(query: Query) -> re.Pattern[str]:

@@ -19,7 +19,7 @@ from typing import Any
 
 from inspector.core.errors import InspectorError
 from inspector.core.frames import first_user_frame, parse_stack_trace
-from inspector.core.program import Graph, Node, Program
+from inspector.core.program import SCALAR_KINDS, ArgKind, Graph, Node, Program
 from inspector.core.symbolic import render_condition
 
 # Ops that check or constrain symbolic sizes at run time (torch inserts them for
@@ -212,7 +212,7 @@ def _inputs(program: Program) -> list[InputShape]:
         elif spec.kind == "constant_input":
             out.append(InputShape(spec.name, None, None, "constant", _constant_text(arg)))
         else:
-            kind = arg.kind.removeprefix("as_") if arg is not None else "unknown"
+            kind = arg.type_name if arg is not None else "unknown"
             out.append(InputShape(spec.name, None, None, kind))
     return out
 
@@ -220,11 +220,10 @@ def _inputs(program: Program) -> list[InputShape]:
 def _constant_text(arg: Any) -> str | None:
     if arg is None:
         return None
-    if arg.kind == "as_none":
+    if arg.is_none:
         return "None"
-    if arg.kind in ("as_int", "as_float", "as_bool", "as_string") and not isinstance(arg.value, (dict, list)):
-        return str(arg.value)
-    return None
+    value = arg.literal() if arg.kind in SCALAR_KINDS else None
+    return None if value is None or isinstance(value, (dict, list)) else str(value)
 
 
 def _assertion(node: Node, graph: Graph) -> Assertion | None:
@@ -244,14 +243,14 @@ def _assertion(node: Node, graph: Graph) -> Assertion | None:
                                  *([str(hi)] if hi is not None else [])])
     elif positional:
         first = positional[0]
-        if first.kind == "as_sym_bool" and isinstance(first.value, dict):
-            ref = first.value.get("as_name")
-            if isinstance(ref, str) and ref in graph.sym_bool_values:
-                value = graph.sym_bool_values[ref]
+        sym = first.sym() if first.kind == ArgKind.SYM_BOOL else None
+        if sym is not None:
+            if sym.name is not None and sym.name in graph.sym_bool_values:
+                value = graph.sym_bool_values[sym.name]
                 condition = str(value) if not isinstance(value, str) else value
-            elif "as_bool" in first.value:
-                condition = str(first.value["as_bool"])
-        msg = next((na.arg.value for na in node.inputs if na.arg.kind == "as_string"), None)
+            elif sym.name is None:
+                condition = str(sym.literal)
+        msg = next((na.arg.literal() for na in node.inputs if na.arg.kind == ArgKind.STRING), None)
         if isinstance(msg, str):
             m = _ASSERT_MSG.search(msg)
             if m and (not condition or condition == "?"):
@@ -269,24 +268,20 @@ def _assertion(node: Node, graph: Graph) -> Assertion | None:
 
 
 def _sym_int_text(graph: Graph, arg: Any) -> str:
-    value = arg.value
-    if arg.kind == "as_sym_int" and isinstance(value, dict):
-        ref = value.get("as_name")
-        if isinstance(ref, str):
-            return str(graph.sym_int_values.get(ref, ref))
-        if "as_int" in value:
-            return str(value["as_int"])
-    if arg.kind == "as_int":
-        return str(value)
+    sym = arg.sym() if arg.kind == ArgKind.SYM_INT else None
+    if sym is not None:
+        if sym.name is not None:
+            return str(graph.sym_int_values.get(sym.name, sym.name))
+        return str(sym.literal)
+    if arg.kind == ArgKind.INT:
+        return str(arg.literal())
     return "?"
 
 
 def _int_arg(arg: Any) -> int | None:
     if arg is None:
         return None
-    if arg.kind == "as_int" and isinstance(arg.value, int):
-        return arg.value
-    return None
+    return arg.int_value()
 
 
 def _unbacked_definitions(program: Program) -> dict[str, str]:

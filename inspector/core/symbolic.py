@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any
+
+from msgspec import Struct  # C-defined records: cheaper to define than dataclasses
 
 # srepr of real shapes is short (a few hundred characters); this bounds the
 # parser's work and recursion on hostile input.
@@ -35,8 +36,7 @@ class ExprSyntaxError(ValueError):
     """Text outside the srepr grammar we accept."""
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
+class Call(Struct, frozen=True):
     head: str
     args: tuple
     kwargs: tuple  # ((name, value), ...)
@@ -214,24 +214,20 @@ def _printed_atom(tokens: list[tuple[str, str]], pos: int, depth: int) -> tuple[
 # against sympy itself in tests/unit/test_symbolic.py.
 
 
-@dataclass(frozen=True, slots=True)
-class _Sym:
+class _Sym(Struct, frozen=True):
     name: str
 
 
-@dataclass(frozen=True, slots=True)
-class _Float:
+class _Float(Struct, frozen=True):
     value: float
 
 
-@dataclass(frozen=True, slots=True)
-class _Special:
+class _Special(Struct, frozen=True):
     """oo, -oo, int_oo, -int_oo, zoo, nan, and named constants (pi, E)."""
     text: str
 
 
-@dataclass(frozen=True, slots=True)
-class _Fn:
+class _Fn(Struct, frozen=True):
     head: str  # Add, Mul, Pow, FloorDiv, Max, StrictLessThan, And, ...
     args: tuple
 

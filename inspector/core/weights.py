@@ -33,6 +33,7 @@ from inspector.core import weight_dtypes as wd
 from inspector.core.archive import Archive, ArchiveError
 from inspector.core.dtypes import DTYPE_ITEMSIZE
 from inspector.core.errors import InspectorError
+from inspector.core.program import sym_size
 
 if TYPE_CHECKING:
     from inspector.core.program import Program
@@ -181,16 +182,9 @@ def _as_list(v: Any) -> list:
 
 
 def _sym_int(v: Any) -> int | str:
-    """{"as_int": 3} -> 3; a symbolic or malformed value -> its text."""
-    if isinstance(v, dict) and len(v) == 1:
-        ((kind, value),) = v.items()
-        if kind == "as_int" and isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if kind == "as_expr" and isinstance(value, dict):
-            return str(value.get("expr_str", "?"))[:200]
-    if isinstance(v, int) and not isinstance(v, bool):
-        return v
-    return "?"
+    """A serialized SymInt -> its int; a symbolic or malformed value -> its text (bounded)."""
+    size = sym_size(v)
+    return size[:200] if isinstance(size, str) else size
 
 
 # --- reading -----------------------------------------------------------------------

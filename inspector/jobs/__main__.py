@@ -25,7 +25,7 @@ from inspector.jobs.protocol import CANCELLED, INTERNAL, Emitter, error_code
 
 JOBS = {
     "export": "inspector.jobs.export",
-    "run": "inspector.jobs.generate",
+    "run": "inspector.jobs.timed_generation",
     "devices": "inspector.jobs.devices",
     "check": "inspector.jobs.check",
     "profile": "inspector.jobs.profile",

@@ -308,7 +308,7 @@ def vet(path: str | Path, *, trust: bool = False,
             vetted.program_bytes[name] = raw
             vetted.weights[name] = ar.payload_config(name, "weights")
             vetted.constants[name] = ar.payload_config(name, "constants")
-            _check_payloads(name, vetted.weights[name], vetted.constants[name], trust)
+            check_payloads(name, vetted.weights[name], vetted.constants[name], trust)
         if EXTRA_RECORD in ar.extra_names():
             try:
                 info = orjson.loads(ar.read_extra(EXTRA_RECORD))
@@ -318,8 +318,10 @@ def vet(path: str | Path, *, trust: bool = False,
     return vetted
 
 
-def _check_payloads(name: str, weights: dict[str, Any], constants: dict[str, Any],
-                    trust: bool) -> None:
+def check_payloads(name: str, weights: dict[str, Any], constants: dict[str, Any],
+                   trust: bool) -> None:
+    """Refuse a weights/constants config entry that names code (a pickle, an opaque
+    object) unless the user trusts the archive; a malformed entry is an ArchiveError."""
     for which, config in (("weights", weights), ("constants", constants)):
         for fqn, meta in config.items():
             if not isinstance(meta, dict) or not isinstance(meta.get("path_name"), str):

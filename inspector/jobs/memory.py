@@ -1,7 +1,7 @@
 """Will a run fit? An estimate of the generator's peak memory, checked before it starts.
 
 `run --batch 4096 --max-tokens 256` on CPU was accepted and grew past 6 GB in ten
-minutes before anything said no. The generator's loop (jobs/generate.py) re-runs the
+minutes before anything said no. The generator's loop (jobs/timed_generation.py) re-runs the
 decoder on the whole growing sequence (no KV cache) and keeps every position's
 logits, so its peak is at the last step, where the largest tensors alive together
 are (per layer, under no_grad, one layer's at a time):

@@ -8,7 +8,7 @@ Each program's graph module runs in two ways, alternately, `warmup` times untime
 and then `repeats` times timed (alternating keeps a busy machine's drift out of the
 comparison):
 - uninstrumented: `ep.graph_module(*args)`, FX's generated code, timed as a whole
-  (perf_counter, or CUDA events on CUDA: jobs/generate.Timer);
+  (perf_counter, or CUDA events on CUDA: jobs/timed_generation.Timer);
 - instrumented: an FX Interpreter that times each node's call alone (argument
   fetching and bookkeeping stay outside the timed span) with jobs/node_timers.py.
 Reported per node: the median over the timed runs; `forward_ms` is the median
@@ -46,7 +46,7 @@ from inspector.core.profile_report import (
     source_rollup,
 )
 from inspector.jobs import graph_spec
-from inspector.jobs.generate import Timer, check_device, device_name
+from inspector.jobs.timed_generation import Timer, check_device, device_name
 from inspector.jobs.graph_run import Loaded, load_for_run, target_text, timed_nodes
 from inspector.jobs.graph_spec import GraphRunSpec
 from inspector.jobs.inputs import flat_arguments, user_values
@@ -182,7 +182,7 @@ def profile_program(torch: Any, loaded: Loaded, name: str, device: Any, spec: Gr
                       nodes=[], modules=[], ops=[], sources=[])
         return record, timer.kind
     except torch.OutOfMemoryError:
-        from inspector.jobs.generate import RunError
+        from inspector.jobs.timed_generation import RunError
 
         raise RunError(f"out of memory on {device} while profiling {name} "
                        f"(inputs {plan.symbols}; try smaller --dim values)") from None

@@ -82,7 +82,11 @@ def main() -> int:
     parser.add_argument("archive", nargs="?", type=Path)
     parser.add_argument("--runs", type=int, default=15, help="runs of each (the best counts)")
     args = parser.parse_args()
-    archive = args.archive or seed_decoder_archive()
+    archive = (args.archive or seed_decoder_archive()).resolve()
+    # `python -m inspector` puts the working directory first on sys.path: run from
+    # another checkout (or /work/main), it would time that checkout's code while the
+    # console script (PYTHONPATH) times this one.
+    os.chdir(ROOT)
     tmp = Path(tempfile.mkdtemp(prefix="bench-list-process-"))
     try:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}

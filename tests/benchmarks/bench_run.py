@@ -39,7 +39,7 @@ def bare(archive: str, batch: int, tokens: int, warmup: int, repeats: int, devic
     import torch
 
     from inspector.jobs import load
-    from inspector.jobs.generate import END, PAD, START
+    from inspector.jobs.timed_generation import END, PAD, START
 
     _, programs = load.load(archive, programs=["encoder", "decoder"])
     dev = torch.device(device)

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from archive_factory import ArchiveFactory
 from PySide6.QtCore import QUrl, Qt
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
@@ -20,19 +21,11 @@ from inspector.core.listing import render_listing, value_users  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def archives(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    import torch
-
+def archives(archive_factory: ArchiveFactory) -> dict[str, Path]:
     from fidelity_models import builtin_name_builders
 
-    out = tmp_path_factory.mktemp("builtins-gui")
-    paths = {}
-    for name, _group, build in builtin_name_builders():
-        if name in ("builtins/sequential", "builtins/many_builtins"):
-            path = out / (name.split("/")[1] + ".pt2")
-            torch.export.save(build(), str(path))
-            paths[name] = path
-    return paths
+    return {name: archive_factory.save(name, build) for name, _group, build in builtin_name_builders()
+            if name in ("builtins/sequential", "builtins/many_builtins")}
 
 
 def _expected(path: Path):

@@ -35,10 +35,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _export_chains(folder: Path) -> tuple[Path, Path]:
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path; "
+    code = ("import sys; sys.path[:0] = sys.argv[1].split('|'); from pathlib import Path; "
             "from diff_models import chain_archive; r = Path(sys.argv[2]); "
             "print(chain_archive(r, extra=False)); print(chain_archive(r, extra=True))")
-    proc = subprocess.run([sys.executable, "-c", code, str(ROOT / "tests" / "unit"), str(folder)],
+    proc = subprocess.run([sys.executable, "-c", code, f"{ROOT / 'tests' / 'unit'}|{ROOT / 'tests'}", str(folder)],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     plain, extra = proc.stdout.split()

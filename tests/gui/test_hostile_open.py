@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QMessageBox
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "security"))
 
+from archive_factory import ArchiveFactory  # noqa: E402
 from hostile_corpus import EITHER, ERROR, OK, Base, by_name, export_base_archive  # noqa: E402
 
 from inspector.core.archive import open_archive  # noqa: E402
@@ -30,8 +31,8 @@ CASES = [
 
 
 @pytest.fixture(scope="module")
-def base(tmp_path_factory: pytest.TempPathFactory) -> Base:
-    return Base.load(export_base_archive(tmp_path_factory.mktemp("gui-hostile") / "m.pt2"))
+def base(archive_factory: ArchiveFactory) -> Base:
+    return Base.load(export_base_archive(archive_factory))
 
 
 def _core_error(path: Path) -> str | None:

@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "security"))
 
+from archive_factory import ArchiveFactory  # noqa: E402
 from hostile_corpus import CONSTANTS_CONFIG, PROGRAM, SAMPLE_INPUTS, WEIGHTS_CONFIG, Base, export_base_archive  # noqa: E402
 
 # Every payload shows "PWN" right after a tag; rendered as HTML, the tag is gone.
@@ -175,8 +176,8 @@ def walk(found: list[str]) -> int:
 
 
 @pytest.fixture(scope="module")
-def base(tmp_path_factory: pytest.TempPathFactory) -> Base:
-    return Base.load(export_base_archive(tmp_path_factory.mktemp("plain") / "m.pt2"))
+def base(archive_factory: ArchiveFactory) -> Base:
+    return Base.load(export_base_archive(archive_factory))
 
 
 def test_payloads_are_live(qtbot) -> None:

@@ -16,6 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "security"))
 
+from archive_factory import ArchiveFactory  # noqa: E402
 from hostile_corpus import PROGRAM, Base, _many_nodes, by_name, export_base_archive  # noqa: E402
 
 from inspector.core.frames import Frame  # noqa: E402
@@ -24,8 +25,8 @@ from inspector.ui.widgets import source_pane as sp  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def base(tmp_path_factory: pytest.TempPathFactory) -> Base:
-    return Base.load(export_base_archive(tmp_path_factory.mktemp("harden") / "m.pt2"))
+def base(archive_factory: ArchiveFactory) -> Base:
+    return Base.load(export_base_archive(archive_factory))
 
 
 def _with_trace(base: Base, trace: str) -> bytes:

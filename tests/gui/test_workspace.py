@@ -12,6 +12,7 @@ import pytest  # noqa: E402
 from PySide6.QtCore import QThreadPool  # noqa: E402
 
 from inspector.core.annotations import ERROR, AnnotationLayer, Heat, Mark  # noqa: E402
+from inspector.core.archive import ArchiveError  # noqa: E402
 from inspector.core.errors import InspectorError  # noqa: E402
 from inspector.ui.tasks import TaskGroup  # noqa: E402
 from inspector.ui.workspace import Workspace  # noqa: E402
@@ -134,8 +135,8 @@ def test_workspace_opens_annotates_and_closes(qtbot, toy_archive):
     with qtbot.waitSignal(ws.documentClosed):
         ws.close(doc)
     assert ws.current is None and ws.documents == []
-    with pytest.raises(ValueError):  # the archive's zip is closed
-        doc.archive._zip.read(doc.archive._zip.namelist()[0])
+    with pytest.raises(ArchiveError, match="already closed"):  # the archive's zip is closed
+        doc.archive.read_bytes(doc.archive.records[0].path, 1 << 20)
     ws.shutdown()
 
 

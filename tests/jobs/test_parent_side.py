@@ -15,7 +15,7 @@ def test_parent_modules_do_not_import_torch():
     code = (
         "import sys\n"
         "import inspector.jobs.export, inspector.jobs.spec, inspector.jobs.runner\n"
-        "import inspector.jobs.load, inspector.jobs.generate, inspector.jobs.devices\n"
+        "import inspector.jobs.load, inspector.jobs.timed_generation, inspector.jobs.devices\n"
         "import inspector.commands.export, inspector.commands.run, inspector.commands.devices\n"
         "heavy = [m for m in ('torch', 'transformers', 'PySide6') if m in sys.modules]\n"
         "assert not heavy, heavy\n"

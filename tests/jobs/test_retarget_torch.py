@@ -17,6 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 
+from archive_factory import ArchiveFactory  # noqa: E402
 from audit_models import (  # noqa: E402
     cond_archive,
     device_model_archive,
@@ -37,8 +38,8 @@ BUILDERS = {
 
 
 @pytest.fixture(scope="session", params=sorted(BUILDERS))
-def archive(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return BUILDERS[request.param](tmp_path_factory.getbasetemp())
+def archive(request: pytest.FixtureRequest, archive_factory: ArchiveFactory) -> Path:
+    return BUILDERS[request.param](archive_factory.root)
 
 
 def _node_devices(ep) -> list[tuple[str, str]]:

@@ -9,7 +9,7 @@ import sys
 import pytest
 from jobs_helpers import rewrite_archive, run_events
 
-from inspector.jobs.generate import percentile, summarize
+from inspector.jobs.timed_generation import percentile, summarize
 from inspector.jobs.__main__ import EXIT_CANCELLED
 from inspector.jobs.runner import Job, JobError, child_env, run_job
 
@@ -72,7 +72,7 @@ def test_eager_and_export_agree_on_tokens_cli_json(export_run, tiny_archive):
 def test_greedy_stops_when_every_sequence_ended():
     import torch
 
-    from inspector.jobs.generate import END, PAD, Generator, greedy
+    from inspector.jobs.timed_generation import END, PAD, Generator, greedy
 
     calls = []
 
@@ -155,7 +155,7 @@ def test_device_mismatch_and_oom_messages_name_the_fix():
     """The GPU-only failures, from torch's own texts (no GPU in CI)."""
     import torch
 
-    from inspector.jobs.generate import _explain
+    from inspector.jobs.timed_generation import _explain
     from inspector.jobs.spec import RunSpec
 
     spec = RunSpec(file="toy.pt2", device="cuda:0")

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from archive_factory import ArchiveFactory
 from hostile_corpus import Base, export_base_archive
 
 
 @pytest.fixture(scope="session")
-def base_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return export_base_archive(tmp_path_factory.mktemp("security-base") / "m.pt2")
+def base_archive(archive_factory: ArchiveFactory) -> Path:
+    return export_base_archive(archive_factory)
 
 
 @pytest.fixture(scope="session")

@@ -42,6 +42,8 @@ import orjson
 
 import zipcraft
 
+from inspector.core.archive import MAX_PROGRAM_BYTES  # the bombs are sized from it
+
 OK, ERROR, EITHER = "ok", "error", "either"
 
 PROGRAM = "models/model.json"
@@ -152,10 +154,17 @@ class Base:
         return self.top + rel
 
 
-def export_base_archive(path: Path) -> Path:
+def export_base_archive(archives: Any) -> Path:
     """A real archive that has every part a hostile file can abuse: parameters,
     a buffer, a lifted tensor constant, a dynamic dim (symbolic sizes and a range
-    constraint), a baked device literal, a torch.cond subgraph, sample inputs."""
+    constraint), a baked device literal, a torch.cond subgraph, sample inputs.
+    Made by the session's archive factory (tests/archive_factory.py), once for
+    the security and the window tests alike ("tensor constant lifted": the
+    factory keeps torch's warning about it out of the output)."""
+    return archives.save("hostile/base", _base_program)
+
+
+def _base_program() -> Any:
     import torch
 
     class Base(torch.nn.Module):
@@ -170,15 +179,9 @@ def export_base_archive(path: Path) -> Path:
             y = y + torch.arange(x.shape[0], device="cpu").unsqueeze(1)
             return torch.cond(y.sum() > 0, lambda a: a.cos(), lambda a: a.sin(), (y,))
 
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # "tensor constant lifted" is the point here
-        ep = torch.export.export(
-            Base(), (torch.randn(5, 4),),
-            dynamic_shapes={"x": {0: torch.export.Dim("b", min=2, max=64)}})
-    torch.export.save(ep, path)
-    return path
+    return torch.export.export(
+        Base(), (torch.randn(5, 4),),
+        dynamic_shapes={"x": {0: torch.export.Dim("b", min=2, max=64)}})
 
 
 @dataclass(frozen=True)
@@ -531,7 +534,15 @@ def _(base, marker, work):
 
 @case("zip-bomb-program-honest", "zip", ERROR, match="limit", heavy=True)
 def _(base, marker, work):
-    return _bomb_archive(base, PROGRAM, 1024, declared=None)
+    # declares (truly) 64 MiB more than a program may hold: refused before reading
+    return _bomb_archive(base, PROGRAM, MAX_PROGRAM_BYTES // (1 << 20) + 64, declared=None)
+
+
+@case("zip-bomb-program-at-limit", "zip", ERROR, match="cannot be read", heavy=True)
+def _(base, marker, work):
+    # exactly the limit, read to the end (where the CRC fails): one buffer of the
+    # text, not the chunks and their join (2 GB before Archive.read_buffer)
+    return _bomb_archive(base, PROGRAM, MAX_PROGRAM_BYTES // (1 << 20), declared=None)
 
 
 @case("zip-bomb-valid-json-400mb", "zip", OK, heavy=True)

@@ -63,7 +63,7 @@ def test_config_entries_naming_code_need_consent(path_name: str, use_pickle: boo
     """Refused by the config entry alone, whatever the record is called or classified."""
     entry = {"path_name": path_name, "use_pickle": use_pickle, "tensor_meta": None}
     with pytest.raises(UntrustedArchiveError):
-        load._check_payloads("model", {}, {"c": entry}, trust=False)
-    load._check_payloads("model", {}, {"c": entry}, trust=True)  # consent given
-    load._check_payloads("model", {}, {"c": dict(entry, path_name="tensor_0", use_pickle=False)},
+        load.check_payloads("model", {}, {"c": entry}, trust=False)
+    load.check_payloads("model", {}, {"c": entry}, trust=True)  # consent given
+    load.check_payloads("model", {}, {"c": dict(entry, path_name="tensor_0", use_pickle=False)},
                          trust=False)

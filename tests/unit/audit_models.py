@@ -1,7 +1,8 @@
 """Real archives for the audit and retarget tests (torch runs here, in tests only).
 
-Each builder exports once and caches the file under the session's base temp
-folder, so test modules that need the same archive share one export.
+Each builder exports once and caches the file in the folder it is given (the
+session's archive factory folder), so test modules that need the same archive
+share one export.
 """
 
 from __future__ import annotations
@@ -10,16 +11,14 @@ import re
 from pathlib import Path
 from typing import Any
 
+from archive_factory import ArchiveFactory
+
 DEVICE_REPR = re.compile(r"device\(type='(\w+)'(?:, index=(\d+))?\)")
 
 
 def _cached(root: Path, name: str, build: Any) -> Path:
-    path = root / name
-    if not path.exists():
-        tmp = path.with_suffix(".tmp.pt2")
-        build(tmp)
-        tmp.replace(path)
-    return path
+    """The archive `build(path)` writes, made once in `root` (the archive factory's folder)."""
+    return ArchiveFactory(root).build(name, build)
 
 
 def device_model_archive(root: Path) -> Path:
@@ -48,7 +47,7 @@ def device_model_archive(root: Path) -> Path:
         ep = torch.export.export(Devices(), (torch.randn(3, 4),), dynamic_shapes=({0: batch},))
         torch.export.save(ep, str(path))
 
-    return _cached(root, "devices.pt2", build)
+    return _cached(root, "devices", build)
 
 
 def cond_archive(root: Path) -> Path:
@@ -70,7 +69,7 @@ def cond_archive(root: Path) -> Path:
         ep = torch.export.export(Cond(), (torch.randn(4, 3),), dynamic_shapes=({0: batch},))
         torch.export.save(ep, str(path))
 
-    return _cached(root, "cond.pt2", build)
+    return _cached(root, "cond", build)
 
 
 def two_program_archive(root: Path) -> Path:
@@ -97,7 +96,7 @@ def two_program_archive(root: Path) -> Path:
         second = torch.export.export(Second(), (torch.randn(3, 5),), dynamic_shapes=({0: batch},))
         package_pt2(str(path), exported_programs={"first": first, "second": second})
 
-    return _cached(root, "two.pt2", build)
+    return _cached(root, "two", build)
 
 
 def toy_archive(root: Path) -> Path:
@@ -109,7 +108,7 @@ def toy_archive(root: Path) -> Path:
 
         export_archive(ExportSpec(), path)
 
-    return _cached(root, "toy.pt2", build)
+    return _cached(root, "toy", build)
 
 
 def torch_programs(path: Path) -> dict[str, Any]:

@@ -52,7 +52,7 @@ def chain_archive(root: Path, *, extra: bool, seed: int = 0) -> Path:
         ep = torch.export.export(model, (torch.randn(3, 4),), dynamic_shapes=({0: batch},))
         torch.export.save(ep, str(path))
 
-    return _cached(root, f"chain-{'extra' if extra else 'plain'}-{seed}.pt2", build)
+    return _cached(root, f"chain-{'extra' if extra else 'plain'}-{seed}", build)
 
 
 def moved_source_archive(root: Path, which: int) -> Path:
@@ -78,7 +78,7 @@ def moved_source_archive(root: Path, which: int) -> Path:
         ep = torch.export.export(model, (torch.randn(3, 4),))
         torch.export.save(ep, str(path))
 
-    return _cached(root, f"moved-{which}.pt2", build)
+    return _cached(root, f"moved-{which}", build)
 
 
 def toy_ranges_archive(root: Path) -> Path:
@@ -91,7 +91,7 @@ def toy_ranges_archive(root: Path) -> Path:
 
         export_archive(ExportSpec(batch_min=1, batch_max=32, seq_min=4, seq_max=128), path)
 
-    return _cached(root, "toy-ranges.pt2", build)
+    return _cached(root, "toy-ranges", build)
 
 
 # --- what torch says about an archive -----------------------------------------------

@@ -231,17 +231,29 @@ def _why(exc: BaseException) -> str:
 
 # --- comparing --------------------------------------------------------------------
 
+# torch.export.load of each corpus file, once per session: the listing test
+# prints these and the argument test reads their nodes (loading is most of
+# either test's time). The programs are shared: read them, never change them.
+_LOADED: dict[Path, dict[str, Any]] = {}
+
+
+def torch_programs(archive: Archive) -> dict[str, Any]:
+    """The archive's ExportedPrograms as torch.export.load (or load_pt2) gives them."""
+    if archive.path not in _LOADED:
+        import torch
+
+        if archive.multi:
+            from torch.export.pt2_archive._package import load_pt2
+            _LOADED[archive.path] = dict(load_pt2(str(archive.path)).exported_programs)
+        else:
+            _LOADED[archive.path] = {"model": torch.export.load(str(archive.path))}
+    return _LOADED[archive.path]
+
+
 def torch_texts(archive: Archive) -> dict[str, str]:
     """What torch prints for each program of the archive after loading it."""
-    import torch
-
-    if archive.multi:
-        from torch.export.pt2_archive._package import load_pt2
-        programs = load_pt2(str(archive.path)).exported_programs
-    else:
-        programs = {"model": torch.export.load(str(archive.path))}
     return {name: ep.graph_module.print_readable(print_output=False)
-            for name, ep in programs.items()}
+            for name, ep in torch_programs(archive).items()}
 
 
 def compare(archive: Archive, texts: dict[str, str] | None = None) -> list[Comparison]:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from archive_factory import ArchiveFactory
 from audit_models import (
     cond_archive,
     device_model_archive,
@@ -28,8 +29,8 @@ DEMO = REPO / "resources" / "demo" / "toy-tiny.pt2"
 
 
 @pytest.fixture(scope="session")
-def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.getbasetemp()
+def root(archive_factory: ArchiveFactory) -> Path:
+    return archive_factory.root
 
 
 @pytest.fixture(scope="session")
@@ -156,17 +157,14 @@ def test_literal_example_size(root: Path) -> None:
     """A size computed from the example (a captured Python int equal to the dynamic
     dim's example value). (min == max ranges: see the hand-made test below; torch
     refuses such a Dim, but its solver can still pin one.)"""
-    path = root / "pinned.pt2"
-    if not path.exists():
-        import torch
+    import torch
 
-        class Pinned(torch.nn.Module):
-            def forward(self, x: torch.Tensor) -> torch.Tensor:
-                return x.sum() + torch.zeros(7, 2).sum()
+    class Pinned(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x.sum() + torch.zeros(7, 2).sum()
 
-        ep = torch.export.export(Pinned(), (torch.randn(7, 2),),
-                                 dynamic_shapes=({0: torch.export.Dim("b", min=2, max=9)},))
-        torch.export.save(ep, str(path))
+    path = ArchiveFactory(root).export("audit/pinned", Pinned(), (torch.randn(7, 2),),
+                                       dynamic_shapes=({0: torch.export.Dim("b", min=2, max=9)},))
     dims = [f for f in _findings(path) if f.rule == audit.SPECIALIZED_DIM]
     literal = [f for f in dims if f.node and "example size" in f.message]
     assert literal and literal[0].severity == audit.WARNING
@@ -178,23 +176,20 @@ def test_window_partition_coincidence(root: Path) -> None:
     14 x 14, padded) is viewed as [14 // 7, 7, 14 // 7, 7] while the dynamic
     batch's example is 2. One finding for the view (not one per 2), and info:
     it only reshapes a static tensor. A zeros(2, ...) beside it is a warning."""
-    path = root / "window.pt2"
-    if not path.exists():
-        import torch
+    import torch
 
-        class Windows(torch.nn.Module):
-            def forward(self, x: torch.Tensor) -> torch.Tensor:
-                b, h, w, c = x.shape  # [s77, 14, 14, 8]
-                windows = x.view(b, h // 7, 7, w // 7, 7, c).permute(0, 1, 3, 2, 4, 5)
-                mask = x.new_zeros((h, w))
-                mask[7:, :] = 1.0
-                mask = mask.view(h // 7, 7, w // 7, 7).permute(0, 2, 1, 3).reshape(4, 49)
-                extra = torch.zeros(2, 8)  # a captured batch-sized constant: suspicious
-                return windows.sum() + mask.sum() + extra.sum()
+    class Windows(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            b, h, w, c = x.shape  # [s77, 14, 14, 8]
+            windows = x.view(b, h // 7, 7, w // 7, 7, c).permute(0, 1, 3, 2, 4, 5)
+            mask = x.new_zeros((h, w))
+            mask[7:, :] = 1.0
+            mask = mask.view(h // 7, 7, w // 7, 7).permute(0, 2, 1, 3).reshape(4, 49)
+            extra = torch.zeros(2, 8)  # a captured batch-sized constant: suspicious
+            return windows.sum() + mask.sum() + extra.sum()
 
-        ep = torch.export.export(Windows(), (torch.randn(2, 14, 14, 8),),
-                                 dynamic_shapes=({0: torch.export.Dim("batch")},))
-        torch.export.save(ep, str(path))
+    path = ArchiveFactory(root).export("audit/window", Windows(), (torch.randn(2, 14, 14, 8),),
+                                       dynamic_shapes=({0: torch.export.Dim("batch")},))
     with open_archive(path) as archive:
         program = archive.program("model")
         listing = render_listing(program)

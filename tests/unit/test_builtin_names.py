@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from archive_factory import ArchiveFactory
 
 from fidelity_cases import Archive, compare
 from fidelity_models import builtin_name_builders
@@ -21,16 +22,8 @@ from inspector.core.search import SearchIndex
 
 
 @pytest.fixture(scope="module")
-def archives(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    import torch
-
-    out = tmp_path_factory.mktemp("builtins")
-    paths = {}
-    for name, _group, build in builtin_name_builders():
-        path = out / (name.replace("/", "__") + ".pt2")
-        torch.export.save(build(), str(path))
-        paths[name] = path
-    return paths
+def archives(archive_factory: ArchiveFactory) -> dict[str, Path]:
+    return {name: archive_factory.save(name, build) for name, _group, build in builtin_name_builders()}
 
 
 def test_listing_matches_torch_print_readable(archives: dict[str, Path]) -> None:

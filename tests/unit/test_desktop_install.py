@@ -56,9 +56,9 @@ def test_command_outside_path_is_written_absolute_and_quoted(tmp_path):
 
 
 def test_exec_quoting_follows_the_desktop_entry_spec():
-    assert desktop_install._quote_exec("/usr/bin/pt2-inspector") == "/usr/bin/pt2-inspector"
+    assert desktop_install.quote_exec("/usr/bin/pt2-inspector") == "/usr/bin/pt2-inspector"
     # Spec: inside quotes, " ` $ \\ take a backslash, then every backslash doubles.
-    assert desktop_install._quote_exec('/a b/$x') == '"/a b/\\\\$x"'
+    assert desktop_install.quote_exec('/a b/$x') == '"/a b/\\\\$x"'
 
 
 def test_module_runs_as_a_command(tmp_path):

@@ -18,6 +18,7 @@ from itertools import combinations
 from pathlib import Path
 
 import pytest
+from archive_factory import ArchiveFactory
 from audit_models import toy_archive, torch_programs
 from diff_models import (
     INSERTED_LINE,
@@ -47,8 +48,8 @@ CORPUS = ["ops/multi_output", "cond/nested_cond", "ops/state_mutation_constants"
 
 
 @pytest.fixture(scope="session")
-def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.getbasetemp()
+def root(archive_factory: ArchiveFactory) -> Path:
+    return archive_factory.root
 
 
 @pytest.fixture(scope="session")

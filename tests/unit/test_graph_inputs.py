@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from archive_factory import ArchiveFactory
 
 from inspector.core.archive import open_archive
 from inspector.core.inputs import (
@@ -25,14 +26,12 @@ from inspector.core.inputs import (
 )
 
 
-def _export(tmp_path: Path, name: str, module: Any, args: tuple, shapes: Any = None,
+def _export(archives: ArchiveFactory, name: str, module: Any, args: tuple, shapes: Any = None,
             kwargs: dict | None = None) -> tuple[Path, Any]:
     import torch
 
     ep = torch.export.export(module, args, kwargs, dynamic_shapes=shapes)
-    path = tmp_path / f"{name}.pt2"
-    torch.export.save(ep, str(path))
-    return path, ep
+    return archives.save(f"graph_inputs/{name}", ep), ep
 
 
 def _doc(path: Path) -> dict[str, Any]:
@@ -52,11 +51,10 @@ def _call(ep: Any, plan: Any) -> Any:
 
 
 @pytest.fixture(scope="module")
-def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Any]]:
+def models(archive_factory: ArchiveFactory) -> dict[str, tuple[Path, Any]]:
     import torch
     from torch.export import Dim
 
-    tmp = tmp_path_factory.mktemp("inputs")
     nn = torch.nn
 
     class Embed(nn.Module):
@@ -68,7 +66,7 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, An
             return self.emb(ids) * mask.unsqueeze(-1) + x
 
     b, s = Dim("b", min=2, max=8), Dim("s", min=3, max=40)
-    out = {"embed": _export(tmp, "embed", Embed(), (
+    out = {"embed": _export(archive_factory, "embed", Embed(), (
         torch.zeros(3, 5, dtype=torch.long), torch.ones(3, 5, dtype=torch.bool),
         torch.randn(3, 5, 4)), ({0: b, 1: s}, {0: b, 1: s}, {0: b, 1: s}))}
 
@@ -76,7 +74,7 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, An
         def forward(self, x: torch.Tensor, n: int, scale: float, flag: bool) -> Any:
             return x * n * scale if flag else x
 
-    out["consts"] = _export(tmp, "consts", Consts(), (torch.randn(4, 6), 3, 0.5, True),
+    out["consts"] = _export(archive_factory, "consts", Consts(), (torch.randn(4, 6), 3, 0.5, True),
                             ({0: Dim("rows", min=2, max=9)}, None, None, None))
 
     class Pair(nn.Module):
@@ -84,7 +82,7 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, An
             return torch.cat([a, b], dim=0)[: a.shape[0] * 2]
 
     d = Dim("d", min=2, max=30)
-    out["derived"] = _export(tmp, "derived", Pair(), (torch.randn(4, 3), torch.randn(8, 3)),
+    out["derived"] = _export(archive_factory, "derived", Pair(), (torch.randn(4, 3), torch.randn(8, 3)),
                              ({0: d}, {0: 2 * d}))
 
     class Conv(nn.Module):
@@ -95,7 +93,7 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, An
         def forward(self, img: torch.Tensor) -> Any:
             return self.conv(img).mean()
 
-    out["conv"] = _export(tmp, "conv", Conv(), (torch.randn(2, 3, 16, 16),),
+    out["conv"] = _export(archive_factory, "conv", Conv(), (torch.randn(2, 3, 16, 16),),
                           ({0: Dim("n", min=1, max=4), 2: Dim("h", min=8, max=64),
                             3: Dim("w", min=8, max=64)},))
     return out

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from archive_factory import ArchiveFactory
 
 from inspector.core.archive import open_archive
 from inspector.core.summary import program_summary
@@ -48,15 +49,13 @@ def _models() -> dict[str, tuple[Any, tuple, dict, Any]]:
 
 
 @pytest.fixture(scope="module")
-def archives(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, list, list]]:
+def archives(archive_factory: ArchiveFactory) -> dict[str, tuple[Path, list, list]]:
     import torch
 
-    out = tmp_path_factory.mktemp("inputs")
     result = {}
     for name, (model, args, kwargs, dynamic) in _models().items():
-        ep = torch.export.export(model, args, kwargs, dynamic_shapes=dynamic)
-        path = out / f"{name}.pt2"
-        torch.export.save(ep, str(path))
+        path = archive_factory.export(f"info_inputs/{name}", model, args, kwargs,
+                                      dynamic_shapes=dynamic)
         # what torch says about the file it loads back
         loaded = torch.export.load(str(path))
         names = [spec.arg.name for spec in loaded.graph_signature.input_specs

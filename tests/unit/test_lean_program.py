@@ -132,17 +132,17 @@ def _rewrite(src: Path, dst: Path, program: bytes) -> Path:
     return dst
 
 
-def test_a_node_argument_nested_too_deep_is_refused_when_the_node_is_made(
+def test_a_node_argument_nested_too_deep_is_refused_when_the_program_opens(
         small_archive: Path) -> None:
+    # as the full parse refuses it: not later, in whichever view first makes the node
     deep: Any = 1
     for _ in range(40):
         deep = [deep]
     text = _with_first_node(next(iter(_program_texts(small_archive).values())), {
         "target": "torch.ops.aten.relu.default",
         "inputs": [{"name": "self", "arg": {"as_ints": deep}, "kind": 1}], "outputs": []})
-    program, _ = parse_program_lean(text, "model")
     with pytest.raises(ArchiveError, match="nests deeper"):
-        program.graph.nodes[0]
+        parse_program_lean(text, "model")
     with pytest.raises(ArchiveError, match="nests deeper"):
         parse_program(orjson.loads(text), "model")
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from archive_factory import ArchiveFactory
 
 from inspector.core.archive import open_archive
 from inspector.core.listing import render_listing
@@ -29,12 +30,11 @@ from inspector.jobs.node_timers import CudaEventTimer, PerfCounterTimer
 
 
 @pytest.fixture(scope="module")
-def archives(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def archives(archive_factory: ArchiveFactory) -> dict[str, Path]:
     import torch
     from torch.export import Dim
 
     nn = torch.nn
-    tmp = tmp_path_factory.mktemp("node-report")
 
     class Block(nn.Module):
         def __init__(self) -> None:
@@ -61,16 +61,11 @@ def archives(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return torch.cond(x.sum() > 0, lambda t: t.sin(), lambda t: t.cos(), (x,))
 
-    out = {}
-    for name, model, args, shapes in (
-        ("net", Net().eval(), (torch.randn(4, 6),), ({0: Dim("b", min=2, max=32)},)),
-        ("branchy", Branchy(), (torch.randn(3),), None),
-    ):
-        ep = torch.export.export(model, args, dynamic_shapes=shapes)
-        path = tmp / f"{name}.pt2"
-        torch.export.save(ep, str(path))
-        out[name] = path
-    return out
+    return {
+        "net": archive_factory.export("node_report/net", Net().eval(), (torch.randn(4, 6),),
+                                      dynamic_shapes=({0: Dim("b", min=2, max=32)},)),
+        "branchy": archive_factory.export("node_report/branchy", Branchy(), (torch.randn(3),)),
+    }
 
 
 def _torch_nodes(path: Path) -> list[Any]:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from archive_factory import ArchiveFactory
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -62,7 +63,8 @@ def _evil(base: str, tag: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def archive(tmp_path_factory: pytest.TempPathFactory, server: str) -> Path:
+def archive(tmp_path_factory: pytest.TempPathFactory, archive_factory: ArchiveFactory,
+            server: str) -> Path:
     import torch
     from torch.export import Dim
 
@@ -78,14 +80,10 @@ def archive(tmp_path_factory: pytest.TempPathFactory, server: str) -> Path:
             pos = torch.arange(x.shape[0], device="cpu")
             return self.lin(x) * self.scale + pos.unsqueeze(1)
 
-    out = tmp_path_factory.mktemp("report")
-    clean = out / "clean.pt2"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        ep = torch.export.export(M(), (torch.randn(5, 4),), dynamic_shapes=({0: Dim("n", min=2)},))
-        torch.export.save(ep, str(clean))
+    clean = archive_factory.export("report/clean", M(), (torch.randn(5, 4),),
+                                   dynamic_shapes=({0: Dim("n", min=2)},))
     # every string the page shows from the file becomes hostile markup
-    hostile = out / "hostile.pt2"
+    hostile = tmp_path_factory.mktemp("report") / "hostile.pt2"
     with zipfile.ZipFile(clean) as zin, zipfile.ZipFile(hostile, "w") as zout:
         for info in zin.infolist():
             data = zin.read(info.filename)

@@ -9,6 +9,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from archive_factory import ArchiveFactory
 from audit_models import device_model_archive, two_program_archive
 
 from inspector.cli import main
@@ -25,13 +26,13 @@ from inspector.core.retarget import (
 
 
 @pytest.fixture(scope="session")
-def devices_pt2(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return device_model_archive(tmp_path_factory.getbasetemp())
+def devices_pt2(archive_factory: ArchiveFactory) -> Path:
+    return device_model_archive(archive_factory.root)
 
 
 @pytest.fixture(scope="session")
-def two_pt2(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return two_program_archive(tmp_path_factory.getbasetemp())
+def two_pt2(archive_factory: ArchiveFactory) -> Path:
+    return two_program_archive(archive_factory.root)
 
 
 def _devices(doc: object) -> list[dict]:

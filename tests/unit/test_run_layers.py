@@ -4,6 +4,7 @@ a real small archive: the layers carry exactly the job's nodes, times and messag
 from __future__ import annotations
 
 import pytest
+from archive_factory import ArchiveFactory
 
 from inspector.core.annotations import ERROR, resolve
 from inspector.core.archive import open_archive
@@ -58,7 +59,7 @@ def test_profile_layer_times_every_node_the_job_timed(small_archive, listing):
 
 
 @pytest.fixture(scope="module")
-def baked_archive(tmp_path_factory):
+def baked_archive(archive_factory: ArchiveFactory):
     """A model whose `arange` export bakes to cpu, added to the input: fails on cuda."""
     import torch
 
@@ -66,9 +67,7 @@ def baked_archive(tmp_path_factory):
         def forward(self, x):
             return x + torch.arange(x.shape[1], device="cpu")
 
-    path = tmp_path_factory.mktemp("baked") / "baked.pt2"
-    torch.export.save(torch.export.export(Baked(), (torch.randn(2, 5),)), path)
-    return path
+    return archive_factory.export("run_layers/baked", Baked(), (torch.randn(2, 5),))
 
 
 def test_check_layer_marks_each_failure_with_torchs_message(baked_archive):

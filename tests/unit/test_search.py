@@ -111,10 +111,8 @@ def test_parse_query_and_empty():
 
 
 def test_hand_made_listing_spans_and_no_cross_line_matches():
-    listing = Listing()
-    listing._add("alpha beta", "statement")
-    listing._add("beta gamma beta", "statement")
-    listing._add("", "blank")
+    listing = Listing(lines=["alpha beta", "beta gamma beta", ""],
+                      kinds=["statement", "statement", "blank"], line_nodes=[None, None, None])
     index = SearchIndex(listing)
     r = index.search("beta")
     assert r.lines == [0, 1]

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from archive_factory import ArchiveFactory
 
 from fidelity_cases import Archive, Skip, session_corpus
 
@@ -82,11 +83,10 @@ def _shape_builders() -> list[tuple[str, Any]]:
 
 
 @pytest.fixture(scope="session")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Archive], list[Skip]]:
-    import torch
+def corpus(tmp_path_factory: pytest.TempPathFactory, archive_factory: ArchiveFactory
+           ) -> tuple[list[Archive], list[Skip]]:
     import transformers  # noqa: F401 - HF output types must be registered for load
 
-    out = tmp_path_factory.mktemp("shapes")  # this file's own cases; the corpus is shared
     # SHAPES_ONLY=hf/,shapes/ narrows the corpus while working (the breadth test then fails)
     only = [x for x in os.environ.get("SHAPES_ONLY", "").split(",") if x]
     archives, skipped = session_corpus(tmp_path_factory, only or None)
@@ -94,9 +94,8 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Archive], lis
     for name, build in _shape_builders():
         if only and not any(s in name for s in only):
             continue
-        path = out / (name.replace("/", "__") + ".pt2")
-        torch.export.save(build(), str(path))
-        archives.append(Archive(name, "shapes", path))
+        # this file's own cases, beside the shared corpus
+        archives.append(Archive(name, "shapes", archive_factory.save(name, build)))
     return archives, skipped
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from archive_factory import ArchiveFactory
 
 from inspector.core.sources import PathMapping, SourceMapError, SourceResolver, check_line
 
@@ -29,7 +30,7 @@ ELSEWHERE_SITE = "/home/elsewhere/.venv/lib/python3.10/site-packages/"
 ALICE = "/home/alice/proj"
 
 
-def _export_tiny_gpt2(path: Path) -> Path:
+def _tiny_gpt2() -> object:
     import torch
     import transformers as tf
 
@@ -48,16 +49,14 @@ def _export_tiny_gpt2(path: Path) -> Path:
     model = TinyLM().eval()
     ids = torch.randint(0, 90, (2, 8))
     with torch.no_grad():
-        ep = torch.export.export(model, (ids,), dynamic_shapes=(
+        return torch.export.export(model, (ids,), dynamic_shapes=(
             {1: torch.export.Dim("seq", min=2, max=64)},))
-    torch.export.save(ep, str(path))
-    return path
 
 
 @pytest.fixture(scope="module")
-def gpt2_pt2(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def gpt2_pt2(archive_factory: ArchiveFactory) -> Path:
     pytest.importorskip("transformers")
-    return _export_tiny_gpt2(tmp_path_factory.mktemp("sources") / "gpt2.pt2")
+    return archive_factory.save("sources/gpt2", _tiny_gpt2)
 
 
 def _site_root() -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from archive_factory import ArchiveFactory
 
 from inspector.core.archive import open_archive
 from inspector.core.weight_stats import program_weights
@@ -17,7 +18,7 @@ from inspector.core.weight_table import CANCELLED_NOTE, table_stats, weight_entr
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+def exported(archive_factory: ArchiveFactory) -> tuple[Path, Any]:
     import torch
     from torch import nn
 
@@ -36,11 +37,9 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
             y = self.b(self.a(x)) * self.scale + self.c
             return y + self.big[:8] + self.big[8:16]
 
-    path = tmp_path_factory.mktemp("weight-table") / "m.pt2"
+    path = archive_factory.export("weight_table/m", M(), (torch.randn(2, 8),))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ep = torch.export.export(M(), (torch.randn(2, 8),))
-        torch.export.save(ep, str(path))
         loaded = torch.export.load(str(path))
     return path, loaded
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from archive_factory import ArchiveFactory
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -228,15 +229,11 @@ class Zoo:  # built lazily: importing torch at collection time slows every test 
 
 
 @pytest.fixture(scope="module")
-def zoo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def zoo(archive_factory: ArchiveFactory) -> Path:
     import torch
 
-    path = tmp_path_factory.mktemp("zoo") / "zoo.pt2"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # torch warns about views without a complete tensor
-        ep = torch.export.export(Zoo.module(), (torch.randn(4),))
-        torch.export.save(ep, str(path))
-    return path
+    # (the factory silences torch's warning about views without a complete tensor)
+    return archive_factory.export("weights/zoo", Zoo.module(), (torch.randn(4),))
 
 
 @pytest.fixture(scope="module")

@@ -274,6 +274,12 @@ def _lean_graph(small: dict[str, Any], nodes_raw: list[tuple], records: dict[str
             full.add_symbol_texts(values[key], texts)
     nodes = LazyNodes(nodes_raw, graph, gw, interned)
     graph.nodes = nodes  # type: ignore[assignment]  # a read-only Sequence
+    # Nodes whose arguments open enough brackets to nest past the limit are made
+    # now, so a too-deep argument is refused when the archive opens, as the full
+    # parse refuses it, not later in whichever view first asks for that node.
+    for i, raw in enumerate(nodes_raw):
+        if _opened(raw[_INPUTS], raw[_OUTPUTS]) > full.MAX_ARGUMENT_DEPTH:
+            nodes[i]
     # Nodes holding a control-flow subgraph are made now: their subgraphs
     # belong to the program's graph tree (and count against the node limit).
     for i, raw in enumerate(nodes_raw):
@@ -286,6 +292,11 @@ def _lean_graph(small: dict[str, Any], nodes_raw: list[tuple], records: dict[str
                         inp.arg.value.get("graph"), sub_name, 1, counter, where,
                         interned.strings))
     return graph
+
+
+def _opened(inputs: bytes, outputs: bytes) -> int:
+    """The brackets a node's argument texts open: the deepest they can nest."""
+    return inputs.count(b"[") + inputs.count(b"{") + outputs.count(b"[") + outputs.count(b"{")
 
 
 def _may_hold(text: bytes, key: bytes) -> bool:
@@ -402,10 +413,8 @@ class LazyNodes(Sequence[Node]):
                   "outputs": _loads(outputs), "is_hop_single_tensor_return": raw[_HOP]}
         # A value nests no deeper than the brackets its text opens: most nodes
         # open a dozen, and then the per-argument depth walk is skipped.
-        opened = (inputs.count(b"[") + inputs.count(b"{")
-                  + outputs.count(b"[") + outputs.count(b"{"))
         node = full._node(record, i, self._graph, where, metadata,
-                          shallow=opened <= full.MAX_ARGUMENT_DEPTH)
+                          shallow=_opened(inputs, outputs) <= full.MAX_ARGUMENT_DEPTH)
         self._made[i] = node
         return node
 

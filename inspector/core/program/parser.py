@@ -182,10 +182,11 @@ def _node(raw: Any, index: int, graph: Graph, where: str,
         if not isinstance(na, dict):
             raise ArchiveError(f"{where}: input #{j} is not an object")
         kind = na.get("kind")
+        name = na["name"] if "name" in na else f"arg{j}"  # the default made only when absent
         inputs.append(NamedArgument(
-            name=str(na.get("name", f"arg{j}")),
-            arg=_argument(na.get("arg"), where, not shallow),
-            kind=kind if isinstance(kind, int) else None,
+            name if type(name) is str else str(name),
+            _argument(na.get("arg"), where, not shallow),
+            kind if isinstance(kind, int) else None,
         ))
     outputs = [_argument(a, where, not shallow) for a in _list(raw.get("outputs"), where, "outputs")]
     if metadata is None:
@@ -205,7 +206,8 @@ def node_metadata(meta: Any, where: str) -> dict[str, str]:
     meta = meta or {}
     if not isinstance(meta, dict):
         raise ArchiveError(f"{where}: metadata is not an object")
-    return {str(k): _meta_text(v) for k, v in meta.items()}
+    # (JSON keys are always strings; values nearly always are: the fast test first)
+    return {k: v if type(v) is str else _meta_text(v) for k, v in meta.items()}
 
 
 def _meta_text(value: Any) -> str:

@@ -1,6 +1,6 @@
 """The Run panel: time the archive's generator on a chosen device, charted live.
 
-The run job (`python -m inspector.jobs run`, inspector/jobs/generate.py) does the torch
+The run job (`python -m inspector.jobs run`, inspector/jobs/timed_generation.py) does the torch
 work in a child; this panel only turns its `sample` events (one per token) into a
 chart. Several runs stay overlaid with a legend, so eager vs export vs compiled read at
 a glance; results save as CSV/JSON and the chart as PNG.
