@@ -24,6 +24,7 @@ from inspector.core.program.model import (
     Program,
     Range,
     TensorMeta,
+    decode_device,
     value_names,
 )
 from inspector.core.symbolic import render_expr
@@ -272,7 +273,6 @@ def _tensor_meta(raw: Any, where: str) -> TensorMeta:
 
 
 _ZERO = {"as_int": 0}
-_DEVICES: dict[tuple[str, Any], Device] = {}  # a program names a handful of devices
 
 
 def _collect_hints(raw: Any, hints: dict[str, int]) -> None:
@@ -289,16 +289,7 @@ def _collect_hints(raw: Any, hints: dict[str, int]) -> None:
 
 
 def _device(raw: Any) -> Device:
-    if not isinstance(raw, dict):
-        return Device("unknown")
-    kind, index = raw.get("type", "unknown"), raw.get("index")
-    key = (kind if type(kind) is str else str(kind), index if type(index) is int else None)
-    device = _DEVICES.get(key)
-    if device is None:
-        device = Device(*key)
-        if len(_DEVICES) < 256:  # shared frozen instances; bounded against hostile input
-            _DEVICES[key] = device
-    return device
+    return decode_device(raw) or Device("unknown")
 
 
 def _sym(raw: Any, literal: str, where: str) -> Any:
