@@ -204,24 +204,30 @@ def session_corpus(tmp_path_factory: Any, only: list[str] | None = None
             [Skip(k.name, k.stage, k.reason) for k in skipped])
 
 
-def strip_node_names(src: Path, dst: Path) -> None:
-    """Copy an archive, dropping every node's `name` from its program JSON."""
-    def strip(graph: dict) -> None:
+def rewrite_nodes(src: Path, dst: Path, change: Callable[[dict], None]) -> None:
+    """Copy an archive, calling `change(node)` on every node of its programs'
+    JSON, those of control-flow subgraphs included (as an older torch wrote them)."""
+    def walk(graph: dict) -> None:
         for node in graph.get("nodes", []):
-            node.pop("name", None)
+            change(node)
             for inp in node.get("inputs", []):
                 sub = inp.get("arg", {}).get("as_graph")
                 if isinstance(sub, dict):
-                    strip(sub["graph"])
+                    walk(sub["graph"])
 
     with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
         for info in zin.infolist():
             data = zin.read(info.filename)
             if "/models/" in info.filename and info.filename.endswith(".json"):
                 doc = json.loads(data)
-                strip(doc["graph_module"]["graph"])
+                walk(doc["graph_module"]["graph"])
                 data = json.dumps(doc).encode()
             zout.writestr(info, data)
+
+
+def strip_node_names(src: Path, dst: Path) -> None:
+    """Copy an archive, dropping every node's `name` from its program JSON."""
+    rewrite_nodes(src, dst, lambda node: node.pop("name", None))
 
 
 def _why(exc: BaseException) -> str:

@@ -9,14 +9,12 @@ without `kind` list exactly as this torch prints them after loading.
 
 from __future__ import annotations
 
-import json
-import zipfile
 from pathlib import Path
 
 import pytest
 from archive_factory import ArchiveFactory
 
-from fidelity_cases import Archive, compare
+from fidelity_cases import Archive, compare, rewrite_nodes
 from fidelity_models import custom_builders
 from inspector.core.op_schemas import op_schema, table_torch_version
 
@@ -48,24 +46,13 @@ def _strip_kinds(src: Path, dst: Path) -> int:
     """Copy an archive with every node argument's `kind` removed (as 2.5/2.6 wrote)."""
     stripped = 0
 
-    def strip(graph: dict) -> None:
+    def strip(node: dict) -> None:
         nonlocal stripped
-        for node in graph.get("nodes", []):
-            for inp in node.get("inputs", []):
-                if inp.pop("kind", None) is not None:
-                    stripped += 1
-                sub = inp.get("arg", {}).get("as_graph")
-                if isinstance(sub, dict):
-                    strip(sub["graph"])
+        for inp in node.get("inputs", []):
+            if inp.pop("kind", None) is not None:
+                stripped += 1
 
-    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
-        for info in zin.infolist():
-            data = zin.read(info.filename)
-            if "/models/" in info.filename and info.filename.endswith(".json"):
-                doc = json.loads(data)
-                strip(doc["graph_module"]["graph"])
-                data = json.dumps(doc).encode()
-            zout.writestr(info, data)
+    rewrite_nodes(src, dst, strip)
     return stripped
 
 
