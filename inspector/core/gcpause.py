@@ -6,6 +6,10 @@ collect (measured: orjson on 200 MB took 22 s with it, 5 s without; about half
 the parse time of a 100k-node program). One helper for every such builder, so
 nested and concurrent pauses (the window's tasks and the audit share an
 archive) agree on when the collector comes back.
+
+A Qt process hands collection to its GUI thread (collect_manually, ui/gui_gc.py):
+a collection that starts in a worker thread can free a Qt wrapper there and crash
+the process. Then no pause ever turns the automatic collector back on.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ _lock = threading.Lock()
 _depth = 0
 _was_enabled = True
 _freeze = False
+_manual = False  # collection belongs to one thread's timer (ui/gui_gc.py)
 
 
 @contextmanager
@@ -43,8 +48,28 @@ def gc_paused(*, freeze: bool = False) -> Iterator[None]:
                 if _freeze:
                     gc.freeze()
                     _freeze = False
-                if _was_enabled:
+                if _was_enabled and not _manual:
                     gc.enable()
+
+
+def paused() -> bool:
+    """Whether some builder has the collector paused right now."""
+    return _depth > 0
+
+
+def collect_manually(on: bool) -> None:
+    """on=True: the automatic collector stays off for good and the caller collects
+    (from its own thread, ui/gui_gc.py); off=False gives collection back to Python
+    (once no pause is open)."""
+    global _manual, _was_enabled
+    with _lock:
+        _manual = on
+        if on:
+            gc.disable()
+        elif _depth == 0:
+            gc.enable()
+        else:
+            _was_enabled = True  # the outermost pause turns it back on
 
 
 def release_frozen() -> None:

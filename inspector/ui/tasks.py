@@ -34,6 +34,7 @@ from typing import Any
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
 from inspector.core.errors import InspectorError
+from inspector.ui.gui_gc import collect_on_gui_thread
 
 Done = Callable[[Any], Any]
 Failed = Callable[[str, str], Any]
@@ -140,6 +141,7 @@ class TaskGroup(QObject):
               context: bool = False) -> Task:
         if key is not None:
             self.cancel(key)
+        collect_on_gui_thread()  # no cycle collection on the worker: see gui_gc.py
         task = Task(fn, args, context, key)
         was_busy = self.busy()
         self._live[task] = (on_done, on_fail, on_end)

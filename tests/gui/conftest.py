@@ -57,6 +57,17 @@ def temp_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     yield tmp_path / "settings"
 
 
+@pytest.fixture(autouse=True)
+def collection_given_back():
+    """A test that started a task moved cycle collection onto a GUI-thread timer
+    (ui/gui_gc.py): collect its leftovers here, on the GUI thread, and give
+    collection back, since the next test may run no event loop to drive the timer."""
+    yield
+    from inspector.ui.gui_gc import give_back_collection
+
+    give_back_collection()
+
+
 @pytest.fixture
 def window(qtbot):
     from inspector.ui.window.main_window import MainWindow

@@ -45,3 +45,28 @@ def test_freeze_when_the_outermost_pause_ends():
         assert gc.get_freeze_count() == 0 < before
     finally:
         gc.unfreeze()
+
+
+def test_manual_collection_is_never_turned_back_on_by_a_pause():
+    from inspector.core.gcpause import collect_manually, paused
+
+    collect_manually(True)
+    try:
+        assert not gc.isenabled()
+        with gc_paused():
+            assert paused()
+        assert not paused()
+        assert not gc.isenabled()  # a worker's pause must not hand collection back
+    finally:
+        collect_manually(False)
+    assert gc.isenabled()
+
+
+def test_giving_collection_back_inside_a_pause_waits_for_it():
+    from inspector.core.gcpause import collect_manually
+
+    collect_manually(True)
+    with gc_paused():
+        collect_manually(False)
+        assert not gc.isenabled()  # the pause still holds
+    assert gc.isenabled()
