@@ -29,6 +29,9 @@ from __future__ import annotations
 
 import re
 import threading
+from array import array
+from bisect import bisect_right
+from itertools import accumulate
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -82,10 +85,27 @@ class _RawGraphModule(msgspec.Struct, gc=False):
     metadata: _Raw = _NO_RAW
 
 
+class _RawTop(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    """The document in one scan, when it holds only the keys torch writes
+    (parser._KNOWN_TOP): any other key (kept as unknown_fields) makes this fail,
+    and the document is then scanned twice, as a dict and then its graph_module."""
+
+    graph_module: _RawGraphModule
+    opset_version: _Raw = _NO_RAW
+    range_constraints: _Raw = _NO_RAW
+    schema_version: _Raw = _NO_RAW
+    verifiers: _Raw = _NO_RAW
+    torch_version: _Raw = _NO_RAW
+    guards_code: _Raw = _NO_RAW
+    dialect: _Raw = _NO_RAW
+
+
+_TOP_FIELDS = tuple(f for f in _RawTop.__struct_fields__ if f != "graph_module")
 _SMALL_GRAPH_FIELDS = ("inputs", "outputs", "sym_int_values", "sym_bool_values",
                        "sym_float_values", "custom_obj_values", "is_single_tensor_return")
 _OBJECT = msgspec.json.Decoder(dict[str, _Raw])
 _GRAPH_MODULE = msgspec.json.Decoder(_RawGraphModule)
+_TOP = msgspec.json.Decoder(_RawTop)
 
 
 def _object(raw: _Raw | bytes, where: str) -> dict[str, _Raw]:
@@ -133,40 +153,33 @@ MAX_TENSOR_RECORDS = 2 * full.MAX_NODES
 def parse_program_lean(data: bytes, name: str, held: int = 0) -> tuple[Program, int]:
     """The program of `data` (a program's JSON text) and the JSON values its
     model may make (MAX_MODEL_VALUES; `held`: those of programs already open).
-    Nodes and tensor records are kept as compact copies of their text until
+    Nodes and tensor records are kept in compact columns of their text until
     asked for. Raises LeanUnsupported for text the full parse must judge,
     ArchiveError as parser.py does and for a program over the limits."""
     where = f"program {name!r}"
-    top = _object(data, where)
-    gm_raw = top.get("graph_module")
-    if gm_raw is None:
-        raise LeanUnsupported(where)
-    try:  # the text is scanned twice: for its top level, and this
-        gm = _GRAPH_MODULE.decode(gm_raw)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
-        raise LeanUnsupported(f"{where}: {exc}") from None
+    small_top, gm = _scan(data, where)
     g = gm.graph
     full.check_node_count(len(g.nodes or ()), where)
     if len(g.tensor_values or ()) > MAX_TENSOR_RECORDS:
         raise ArchiveError(f"{where} has {len(g.tensor_values or ()):,} tensor records, over the "
                            f"limit of {MAX_TENSOR_RECORDS:,} per graph")
     interned = _Interned()
-    small_top = {k: bytes(v) for k, v in top.items() if k != "graph_module"}
     small_gm = {k: bytes(getattr(gm, k)) for k in ("signature", "module_call_graph", "metadata")
                 if len(getattr(gm, k))}
     small_graph = {k: bytes(getattr(g, k)) for k in _SMALL_GRAPH_FIELDS if len(getattr(g, k))}
     budget = _Budget(where, MAX_SCAN_BYTES - len(data))
-    nodes, node_values = _compact_nodes(g.nodes or [], interned, budget)
-    records, record_values = _compact_records(g.tensor_values or {}, interned, budget)
+    columns = _NodeColumns(g.nodes or [], interned.strings)
+    node_values = columns.charge(budget)
+    records, record_values = _compact_records(g.tensor_values or {}, budget)
     values = node_values + record_values + sum(
         _count(t) for part in (small_top, small_gm, small_graph) for t in part.values())
-    del top, gm, g  # the spans of the text: it is freed when the caller drops it
+    del gm, g  # the spans of the text: it is freed when the caller drops it
     if values + held > MAX_MODEL_VALUES:
         also = f" (plus {held:,} in programs already open)" if held else ""
         raise ArchiveError(f"{where} would make about {values:,} JSON values{also}, over the "
                            f"limit of {MAX_MODEL_VALUES:,} values in memory at once")
     texts: set[str] = set()
-    graph = _lean_graph({k: _loads(v) for k, v in small_graph.items()}, nodes, records,
+    graph = _lean_graph({k: _loads(v) for k, v in small_graph.items()}, columns, records,
                         where, interned, texts)
     # The small parts (signature, ranges, versions, module call graph) as the
     # full parse reads them: a document with the graph left out.
@@ -176,14 +189,31 @@ def parse_program_lean(data: bytes, name: str, held: int = 0) -> tuple[Program, 
     return program, values
 
 
+def _scan(data: bytes, where: str) -> tuple[dict[str, bytes], _RawGraphModule]:
+    """(the top level's small parts as text, the graph module as spans): one
+    scan of the text when its top level holds only torch's keys (a 200 MB
+    program: ~0.2 s a scan), two otherwise, which judge what one refused."""
+    try:
+        top = _TOP.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        pass
+    else:
+        return {k: bytes(getattr(top, k)) for k in _TOP_FIELDS if len(getattr(top, k))}, \
+            top.graph_module
+    parts = _object(data, where)
+    gm_raw = parts.get("graph_module")
+    if gm_raw is None:
+        raise LeanUnsupported(where)
+    try:
+        gm = _GRAPH_MODULE.decode(gm_raw)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
+        raise LeanUnsupported(f"{where}: {exc}") from None
+    return {k: bytes(v) for k, v in parts.items() if k != "graph_module"}, gm
+
+
 def _count(text: bytes) -> int:
     # archive.json_value_count, without importing the archive (it imports us)
     return text.count(b",") + text.count(b"{") + text.count(b"[") + 1
-
-
-# A node's compact form: (target, name, inputs text, outputs text, metadata text,
-# is_hop_single_tensor_return); a tuple, not an object: 400k of them.
-_TARGET, _NAME, _INPUTS, _OUTPUTS, _META, _HOP = range(6)
 
 
 class _Budget:
@@ -201,97 +231,145 @@ class _Budget:
                                f"need more than the limit of {MAX_SCAN_BYTES:,} bytes")
 
 
-def _compact_nodes(raw_nodes: list[_RawNode], interned: _Interned, budget: _Budget
-                   ) -> tuple[list[tuple], int]:
-    """(nodes, the values their arguments and distinct metadata make)."""
-    texts, strings = interned.texts, interned.strings
-    out: list[tuple] = []
-    values = 0
-    for r in raw_nodes:
-        inputs = bytes(r.inputs) if len(r.inputs) else b""
-        outputs = bytes(r.outputs) if len(r.outputs) else b""
-        meta = bytes(r.metadata) if len(r.metadata) else b""
-        shared = texts.get(meta)
-        if shared is None:
-            texts[meta] = shared = meta
-            values += _count(meta)
-            budget.take(len(meta))
-        values += _count(inputs) + _count(outputs) + 6  # the node, its lists
-        budget.take(len(inputs) + len(outputs) + 200)  # + the tuple and its bytes objects
-        target = r.target
-        out.append((strings.setdefault(target, target), r.name, inputs, outputs, shared,
-                    r.is_hop_single_tensor_return))
-    return out, values
+# Every byte but the separator and the brackets that open a nested value.
+_NOT_OPENERS = bytes(b for b in range(256) if b not in b"\0[{")
 
 
-def _compact_records(raw: dict[str, _Raw], interned: _Interned, budget: _Budget
-                     ) -> tuple[dict[str, bytes], int]:
+class _NodeColumns:
+    """The nodes' compact form, a column per field instead of an object per node
+    (400,000 nodes are a few dozen objects, built by comprehensions at C speed):
+    targets (interned), names, is_hop_single_tensor_return; the argument texts
+    joined into one bytes each, a NUL after each node's text (JSON text holds
+    no raw NUL), with each node's start; each node's metadata as an index into
+    its distinct texts (nodes of one source line, and repeated layers, carry
+    the same bytes)."""
+
+    __slots__ = ("targets", "names", "hops", "inputs", "in_starts", "outputs", "out_starts",
+                 "meta_ids", "metas", "_n")
+
+    def __init__(self, raw: list[_RawNode], strings: dict[str, str]) -> None:
+        self._n = len(raw)
+        intern = strings.setdefault
+        self.targets = [intern(t, t) for t in [r.target for r in raw]]
+        self.names = [r.name for r in raw]
+        self.hops = [r.is_hop_single_tensor_return for r in raw]
+        self.inputs, self.in_starts = _joined([r.inputs for r in raw])
+        self.outputs, self.out_starts = _joined([r.outputs for r in raw])
+        distinct: dict[bytes, int] = {}
+        put = distinct.setdefault
+        self.meta_ids = array("l", [put(bytes(r.metadata), len(distinct)) for r in raw])
+        self.metas = list(distinct)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def input(self, i: int) -> bytes:
+        return self.inputs[self.in_starts[i]:self.in_starts[i + 1] - 1]
+
+    def output(self, i: int) -> bytes:
+        return self.outputs[self.out_starts[i]:self.out_starts[i + 1] - 1]
+
+    def charge(self, budget: _Budget) -> int:
+        """Take the columns' bytes from `budget`; the JSON values their texts
+        make (each node's arguments, each distinct metadata text once)."""
+        n = self._n
+        budget.take(len(self.inputs) + len(self.outputs) + sum(map(len, self.metas))
+                    + 200 * n)  # + each node's slots, name and argument lists
+        # _count of each argument text, at C speed over the joined ones; + 6 for
+        # the node and its lists
+        values = sum(_count(m) for m in self.metas) + 8 * n
+        for text in (self.inputs, self.outputs):
+            values += text.count(b",") + text.count(b"[") + text.count(b"{")
+        return values
+
+    def deep(self, limit: int) -> list[int]:
+        """The nodes whose argument texts open more than `limit` brackets (their
+        values may nest that deep): the opening brackets alone, split per node."""
+        ins = self.inputs.translate(None, _NOT_OPENERS).split(b"\0")
+        outs = self.outputs.translate(None, _NOT_OPENERS).split(b"\0")
+        if max(map(len, ins)) + max(map(len, outs)) <= limit:
+            return []
+        return [i for i, (a, b) in enumerate(zip(ins, outs)) if len(a) + len(b) > limit]
+
+    def inputs_holding(self, pattern: re.Pattern[bytes]) -> list[int]:
+        """The nodes whose input text `pattern` matches (it must not match a NUL)."""
+        starts, hits = self.in_starts, []
+        for m in pattern.finditer(self.inputs):
+            i = bisect_right(starts, m.start()) - 1
+            if not hits or hits[-1] != i:
+                hits.append(i)
+        return hits
+
+
+def _joined(texts: list[_Raw]) -> tuple[bytes, array]:
+    """The texts joined, a NUL after each, and where each starts (one more
+    start: the end)."""
+    return b"\0".join(texts + [b""]), array("q", accumulate([len(t) + 1 for t in texts],
+                                                             initial=0))
+
+
+def _compact_records(raw: dict[str, _Raw], budget: _Budget) -> tuple[dict[str, bytes], int]:
     """(name -> the record's text, one bytes per distinct text; values they make)."""
-    texts = interned.texts
-    out: dict[str, bytes] = {}
-    values = 0
-    for key, span in raw.items():
-        text = bytes(span)
-        shared = texts.get(text)
-        if shared is None:
-            texts[text] = shared = text
-            values += _count(text)
-            budget.take(len(text))
-        out[key] = shared
-        values += 2  # its key and slot
-    return out, values
+    distinct: dict[bytes, bytes] = {}
+    put = distinct.setdefault
+    out = {key: put(text, text) for key, text in zip(raw, map(bytes, raw.values()))}
+    budget.take(sum(map(len, distinct)))
+    return out, sum(_count(t) for t in distinct) + 2 * len(out)  # + each key and slot
 
 
 class _Interned:
-    """One copy of each distinct text, and one decoded value per distinct text,
-    for one program: metadata and tensor records repeat across nodes and layers."""
+    """One decoded value per distinct text, for one program: metadata and
+    tensor records repeat across nodes and layers."""
 
-    __slots__ = ("texts", "metadata", "tensors", "strings")
+    __slots__ = ("metadata", "tensors", "strings")
 
     def __init__(self) -> None:
-        self.texts: dict[bytes, bytes] = {}
-        self.metadata: dict[bytes, dict[str, str]] = {}
+        self.metadata: dict[int, dict[str, str]] = {}  # by _NodeColumns.meta_ids
         self.tensors: dict[bytes, TensorMeta] = {}
         self.strings: dict[str, str] = {}
 
 
-def _lean_graph(small: dict[str, Any], nodes_raw: list[tuple], records: dict[str, bytes],
+def _lean_graph(small: dict[str, Any], columns: _NodeColumns, records: dict[str, bytes],
                 where: str, interned: _Interned, texts: set[str]) -> Graph:
     """The main graph; `texts` gets the symbolic texts of its tensor records."""
     gw = f"{where}, graph main"
     # the graph without its nodes and tensor records, through the full parser
-    counter = [len(nodes_raw)]
+    counter = [len(columns)]
     graph = full._parse_graph(small, "", 0, counter, where)
     values = LazyTensorValues(records, gw, interned)
     graph.tensor_values = values  # type: ignore[assignment]  # a read-only Mapping
-    seen: set[bytes] = set()
-    for key, text in records.items():
-        # a symbolic size: its hint and its symbols count now (the same text,
-        # the same ones: records repeat across layers)
-        if text not in seen and _may_hold(text, b"as_expr"):
-            seen.add(text)
+    # a symbolic size: its hint and its symbols count now (each distinct text
+    # once, in the records' order: records repeat across layers)
+    symbolic = [t for t in dict.fromkeys(records.values()) if _may_hold(t, b"as_expr")]
+    if symbolic:
+        first_key: dict[bytes, str] = {}
+        for key, text in records.items():
+            first_key.setdefault(text, key)
+        for text in symbolic:
             full._collect_hints(_loads(text), graph.size_hints)
-            full.add_symbol_texts(values[key], texts)
-    nodes = LazyNodes(nodes_raw, graph, gw, interned)
+            full.add_symbol_texts(values[first_key[text]], texts)
+    nodes = LazyNodes(columns, graph, gw, interned)
     graph.nodes = nodes  # type: ignore[assignment]  # a read-only Sequence
     # Nodes whose arguments open enough brackets to nest past the limit are made
     # now, so a too-deep argument is refused when the archive opens, as the full
     # parse refuses it, not later in whichever view first asks for that node.
-    for i, raw in enumerate(nodes_raw):
-        if _opened(raw[_INPUTS], raw[_OUTPUTS]) > full.MAX_ARGUMENT_DEPTH:
-            nodes[i]
+    for i in columns.deep(full.MAX_ARGUMENT_DEPTH):
+        nodes[i]
     # Nodes holding a control-flow subgraph are made now: their subgraphs
     # belong to the program's graph tree (and count against the node limit).
-    for i, raw in enumerate(nodes_raw):
-        if raw[_INPUTS] and _may_hold(raw[_INPUTS], b'"as_graph"'):
-            node = nodes[i]
-            for inp in node.inputs:
-                if inp.arg.kind == "as_graph" and isinstance(inp.arg.value, dict):
-                    sub_name = str(inp.arg.value.get("name", f"subgraph_{len(graph.subgraphs)}"))
-                    graph.subgraphs.append(full._parse_graph(
-                        inp.arg.value.get("graph"), sub_name, 1, counter, where,
-                        interned.strings))
+    for i in columns.inputs_holding(_SUBGRAPH):
+        node = nodes[i]
+        for inp in node.inputs:
+            if inp.arg.kind == "as_graph" and isinstance(inp.arg.value, dict):
+                sub_name = str(inp.arg.value.get("name", f"subgraph_{len(graph.subgraphs)}"))
+                graph.subgraphs.append(full._parse_graph(
+                    inp.arg.value.get("graph"), sub_name, 1, counter, where,
+                    interned.strings))
     return graph
+
+
+# a subgraph argument's key, spelled out or hidden behind a `\u` escape
+_SUBGRAPH = re.compile(rb'"as_graph"|\\u')
 
 
 def _opened(inputs: bytes, outputs: bytes) -> int:
@@ -322,30 +400,31 @@ _QUOTED_WORD = re.compile(rb'"([A-Za-z_][A-Za-z0-9_]*)"')
 
 
 class LazyNodes(Sequence[Node]):
-    """A graph's nodes, each made from its span on first access (then kept)."""
+    """A graph's nodes, each made from its columns on first access (then kept)."""
 
-    __slots__ = ("_raw", "_made", "_graph", "_where", "_interned", "_hits", "_lock")
+    __slots__ = ("_cols", "_made", "_graph", "_where", "_interned", "_hits", "_lock")
 
-    def __init__(self, raw: list[tuple], graph: Graph, where: str, interned: _Interned) -> None:
+    def __init__(self, columns: _NodeColumns, graph: Graph, where: str,
+                 interned: _Interned) -> None:
         self._hits: dict[bytes, list[int]] = {}
         # The window's tasks and the audit read one program from several
         # threads: a node is made once, or the listing's node -> line map
         # (by identity) would miss the copy another thread made.
         self._lock = threading.Lock()
-        self._raw = raw
-        self._made: list[Node | None] = [None] * len(raw)
+        self._cols = columns
+        self._made: list[Node | None] = [None] * len(columns)
         self._graph = graph
         self._where = where
         self._interned = interned
 
     def __len__(self) -> int:
-        return len(self._raw)
+        return len(self._made)
 
     def __getitem__(self, index):  # type: ignore[override]
         if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self._raw)))]
+            return [self[i] for i in range(*index.indices(len(self._made)))]
         node = self._made[index]
-        return node if node is not None else self._make(index % len(self._raw))
+        return node if node is not None else self._make(index % len(self._made))
 
     def __iter__(self) -> Iterator[Node]:
         made = self._made
@@ -359,10 +438,9 @@ class LazyNodes(Sequence[Node]):
         looks at a few nodes of 400,000 makes only those (the audit)."""
         alternatives = b"|".join(re.escape(w.encode()) for w in sorted(words))
         hits = self._hits.get(alternatives)
-        if hits is None:
-            search = re.compile(alternatives + rb"|\\u").search  # or an escaped key
-            hits = self._hits[alternatives] = [
-                i for i, raw in enumerate(self._raw) if raw[_INPUTS] and search(raw[_INPUTS])]
+        if hits is None:  # one search of all the input texts; or an escaped key
+            hits = self._hits[alternatives] = self._cols.inputs_holding(
+                re.compile(alternatives + rb"|\\u"))
         return (self[i] for i in hits)
 
     def may_name(self, words: Iterable[str]) -> bool:
@@ -371,18 +449,18 @@ class LazyNodes(Sequence[Node]):
         check for names FX may not print makes no node (it runs before the
         first line is written)."""
         words = set(words)
-        if any(raw[_NAME] in words for raw in self._raw if type(raw[_NAME]) is str):
+        if not words.isdisjoint([n for n in self._cols.names if type(n) is str]):
             return True
         # one pass over all the texts: every quoted word, then a set test
         # (~10x faster than a search of the alternatives in each text)
-        text = b"\0".join([raw[_OUTPUTS] for raw in self._raw])
+        text = self._cols.outputs
         if b"\\u" in text:  # an escaped string may spell any word
             return True
         return not {w.encode() for w in words}.isdisjoint(_QUOTED_WORD.findall(text))
 
     def targets(self) -> list[str]:
         """Each node's target, without making the nodes."""
-        return [raw[_TARGET] for raw in self._raw]
+        return list(self._cols.targets)
 
     def made_count(self) -> int:
         """How many nodes have been made so far (tests, benchmarks)."""
@@ -398,19 +476,19 @@ class LazyNodes(Sequence[Node]):
             raise ArchiveError(f"{where} is not valid JSON ({exc})") from None
 
     def _decode(self, i: int, where: str) -> Node:
-        raw = self._raw[i]
+        cols = self._cols
         interned = self._interned
-        meta_text = raw[_META]
-        metadata = interned.metadata.get(meta_text)
+        meta_id = cols.meta_ids[i]
+        metadata = interned.metadata.get(meta_id)
         if metadata is None:
-            metadata = full.node_metadata(_loads(meta_text), where)
+            metadata = full.node_metadata(_loads(cols.metas[meta_id]), where)
             strings = interned.strings
             for k, v in metadata.items():
                 metadata[k] = strings.setdefault(v, v)
-            interned.metadata[meta_text] = metadata
-        inputs, outputs = raw[_INPUTS], raw[_OUTPUTS]
-        record = {"target": raw[_TARGET], "name": raw[_NAME], "inputs": _loads(inputs),
-                  "outputs": _loads(outputs), "is_hop_single_tensor_return": raw[_HOP]}
+            interned.metadata[meta_id] = metadata
+        inputs, outputs = cols.input(i), cols.output(i)
+        record = {"target": cols.targets[i], "name": cols.names[i], "inputs": _loads(inputs),
+                  "outputs": _loads(outputs), "is_hop_single_tensor_return": cols.hops[i]}
         # A value nests no deeper than the brackets its text opens: most nodes
         # open a dozen, and then the per-argument depth walk is skipped.
         node = full._node(record, i, self._graph, where, metadata,
