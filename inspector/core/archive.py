@@ -12,9 +12,11 @@ Every failure is an ArchiveError with a message a person can act on.
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 import threading
 import zipfile
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -213,11 +215,18 @@ class Archive(Struct, dict=True, weakref=True):
         data = self._guarded(rel, lambda stream: stream.read(min(limit, info.file_size) + 1), info)
         return self._within(rel, data, limit)
 
-    def read_buffer(self, rel: str, limit: int) -> bytearray:
+    def read_buffer(self, rel: str, limit: int) -> bytes | bytearray:
         """read_bytes for the one big record (a program's JSON, up to 1 GiB): read
         in chunks into one buffer of the declared size, so the peak is the text
-        once, not the chunks and their join as well (2 GB for a 1 GiB record)."""
+        once, not the chunks and their join as well (2 GB for a 1 GiB record).
+        A stored entry (torch writes them so) is read in one call past its local
+        header and its CRC checked after: one copy, not two (0.2 -> 0.15 s for
+        200 MB)."""
         info = self._open_entry(rel, limit)
+        if info.compress_type == zipfile.ZIP_STORED and info.compress_size == info.file_size:
+            fileno = getattr(self._zip.fp, "fileno", None)
+            if fileno is not None:
+                return self._guarded(rel, lambda _stream: _read_stored(fileno(), info), info)
         buffer = bytearray(min(limit, info.file_size) + 1)
 
         def fill(stream: Any) -> int:
@@ -382,6 +391,22 @@ class Archive(Struct, dict=True, weakref=True):
     @property
     def total_size(self) -> int:
         return sum(r.size for r in self.records)
+
+
+def _read_stored(fd: int, info: zipfile.ZipInfo) -> bytes:
+    """A stored entry's bytes, read where its local header says they start
+    (zipfile.open has checked that header), its CRC checked as zipfile does."""
+    header = os.pread(fd, zipfile.sizeFileHeader, info.header_offset)
+    if len(header) != zipfile.sizeFileHeader:
+        raise EOFError("truncated local header")
+    start = (info.header_offset + zipfile.sizeFileHeader
+             + int.from_bytes(header[26:28], "little") + int.from_bytes(header[28:30], "little"))
+    data = os.pread(fd, info.file_size, start)
+    if len(data) != info.file_size:
+        raise EOFError(f"{info.file_size - len(data):,} bytes missing at the end")
+    if zlib.crc32(data) != info.CRC:
+        raise zipfile.BadZipFile(f"Bad CRC-32 for file {info.filename!r}")
+    return data
 
 
 def open_archive(path: str | Path) -> Archive:

@@ -275,24 +275,33 @@ class _NodeColumns:
         n = self._n
         budget.take(len(self.inputs) + len(self.outputs) + sum(map(len, self.metas))
                     + 200 * n)  # + each node's slots, name and argument lists
-        # _count of each argument text, at C speed over the joined ones; + 6 for
-        # the node and its lists
+        # _count of each argument text, at C speed over the joined ones (the
+        # opening brackets: the NUL-separated text deep() splits); + 6 for the
+        # node and its lists
         values = sum(_count(m) for m in self.metas) + 8 * n
-        for text in (self.inputs, self.outputs):
-            values += text.count(b",") + text.count(b"[") + text.count(b"{")
+        for text, openers in zip((self.inputs, self.outputs), self._openers()):
+            values += text.count(b",") + len(openers) - n
         return values
+
+    def _openers(self) -> tuple[bytes, bytes]:
+        """The input and the output texts' opening brackets and NULs alone."""
+        return (self.inputs.translate(None, _NOT_OPENERS),
+                self.outputs.translate(None, _NOT_OPENERS))
 
     def deep(self, limit: int) -> list[int]:
         """The nodes whose argument texts open more than `limit` brackets (their
         values may nest that deep): the opening brackets alone, split per node."""
-        ins = self.inputs.translate(None, _NOT_OPENERS).split(b"\0")
-        outs = self.outputs.translate(None, _NOT_OPENERS).split(b"\0")
+        ins, outs = (t.split(b"\0") for t in self._openers())
         if max(map(len, ins)) + max(map(len, outs)) <= limit:
             return []
         return [i for i, (a, b) in enumerate(zip(ins, outs)) if len(a) + len(b) > limit]
 
-    def inputs_holding(self, pattern: re.Pattern[bytes]) -> list[int]:
-        """The nodes whose input text `pattern` matches (it must not match a NUL)."""
+    def inputs_holding(self, pattern: re.Pattern[bytes], *spelled: bytes) -> list[int]:
+        """The nodes whose input text `pattern` matches (it must not match a NUL).
+        `spelled`: literals one of which any match holds; a text holding none is
+        passed over at memchr speed (a regex alternation reads each byte)."""
+        if spelled and not any(s in self.inputs for s in spelled):
+            return []
         starts, hits = self.in_starts, []
         for m in pattern.finditer(self.inputs):
             i = bisect_right(starts, m.start()) - 1
@@ -357,7 +366,7 @@ def _lean_graph(small: dict[str, Any], columns: _NodeColumns, records: dict[str,
         nodes[i]
     # Nodes holding a control-flow subgraph are made now: their subgraphs
     # belong to the program's graph tree (and count against the node limit).
-    for i in columns.inputs_holding(_SUBGRAPH):
+    for i in columns.inputs_holding(_SUBGRAPH, b'"as_graph"', b"\\u"):
         node = nodes[i]
         for inp in node.inputs:
             if inp.arg.kind == "as_graph" and isinstance(inp.arg.value, dict):
