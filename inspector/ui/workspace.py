@@ -18,7 +18,9 @@ TaskGroup, inspector/ui/tasks.py) so closing the document cancels it first.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import QObject, QThreadPool, QTimer, Signal
 
@@ -39,6 +41,9 @@ from inspector.ui.tasks import TaskContext, TaskGroup
 # Threads for all in-process work of a window: two parse/index tasks at once (each
 # holds the GIL most of the time, more would not go faster) plus room for a panel's.
 POOL_THREADS = 4
+# How long a big program's background listing waits for its first screen to be
+# painted (Document.listingPainted) before it starts anyway (a tab off screen).
+PAINT_WAIT_MS = 400
 
 
 def file_stamp(path: Path) -> tuple[int, int] | None:
@@ -57,6 +62,7 @@ class Document(QObject):
     programShown = Signal(str)  # the window now shows this program of the document
     shapesReady = Signal()  # shapes() of every program is ready (request_shapes)
     shapesFailed = Signal(str, str)  # message, details
+    listingPainted = Signal()  # its tab painted the lines of a program just shown
 
     def __init__(self, model: ArchiveDoc, pool: QThreadPool, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -273,14 +279,21 @@ class Workspace(QObject):
             if idx is not None:  # None: stopped (the document closed)
                 self.programIndexed.emit(doc, idx.apply(view))
 
+        # Started once the listing has painted its first screen (or after
+        # PAINT_WAIT_MS, for a tab not on screen): until then it would hold the
+        # GIL against the painting GUI thread.
         self._run(doc.tasks, f"Listing and indexing {view.name} ({view.node_count:,} nodes)…",
                   _stream_and_index, view, key=f"index:{view.name}", context=True,
                   on_progress=grew, on_done=indexed,
-                  on_fail=lambda msg, det: self.loadFailed.emit(doc, msg, det))
+                  on_fail=lambda msg, det: self.loadFailed.emit(doc, msg, det),
+                  after=(doc.listingPainted, lambda: doc.closed))
 
     def _run(self, group: TaskGroup, message: str, fn, *args, on_done, on_fail,
-             key: str | None = None, **options) -> None:
-        """A load counted by busyChanged/loadsFinished (cancelled ones included)."""
+             key: str | None = None, after: tuple[Any, Callable[[], bool]] | None = None,
+             **options) -> None:
+        """A load counted by busyChanged/loadsFinished (cancelled ones included),
+        from now on; `after` = (signal, dropped): started when the signal fires
+        (at most PAINT_WAIT_MS later), not at all if dropped() says so then."""
         self._loads += 1
         if self._loads == 1:
             self.busyChanged.emit(True)
@@ -306,7 +319,30 @@ class Workspace(QObject):
             ended()
             on_fail(msg, det)
 
-        group.start(fn, *args, on_done=done, on_fail=failed, on_end=ended, key=key, **options)
+        def start() -> None:
+            group.start(fn, *args, on_done=done, on_fail=failed, on_end=ended, key=key, **options)
+
+        if after is None:
+            start()
+            return
+        signal, dropped = after
+        waiting = [True]
+
+        def go() -> None:
+            if not waiting[0]:
+                return
+            waiting[0] = False
+            try:
+                signal.disconnect(go)
+            except (RuntimeError, TypeError):  # the sender is gone already
+                pass
+            if dropped():
+                ended()
+            else:
+                start()
+
+        signal.connect(go)
+        QTimer.singleShot(PAINT_WAIT_MS, self, go)
 
     def _maybe_loads_finished(self) -> None:
         if self._loads == 0:

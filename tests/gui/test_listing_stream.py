@@ -83,3 +83,33 @@ def test_closing_the_tab_stops_the_stream(qtbot, window, toy_archive, streamed, 
     qtbot.waitUntil(lambda: not doc.tasks.busy(), timeout=20000)
     assert view.streaming and view.index is None  # stopped after that chunk, never indexed
     assert grown[0] <= 4 and view.listed < len(render_listing(view.program))
+
+
+def test_the_stream_starts_once_the_first_screen_is_painted(qtbot, window, toy_archive, streamed,
+                                                            monkeypatch):
+    """The background listing would hold the GIL against the painting GUI thread:
+    it starts after the listing's first paint (Document.listingPainted); a tab that
+    never paints (hidden) starts it after workspace.PAINT_WAIT_MS."""
+    from inspector.ui import workspace as ws_mod
+
+    events: list[str] = []
+    real = ws_mod._stream_and_index
+
+    def recorded(ctx, view):
+        events.append("stream")
+        return real(ctx, view)
+
+    monkeypatch.setattr(ws_mod, "_stream_and_index", recorded)
+    window.archiveOpened.connect(
+        lambda _p: window.current_tab().doc.listingPainted.connect(lambda: events.append("painted")))
+    with qtbot.waitSignal(window.loadsFinished, timeout=60000):
+        window.open_archive(toy_archive)
+    assert events[:2] == ["painted", "stream"] and window.current_tab().view.complete
+
+    # hidden: no paint, the stream still starts (and the load is counted meanwhile)
+    events.clear()
+    window.close_tab(window.tabs.indexOf(window.current_tab()))
+    window.hide()
+    with qtbot.waitSignal(window.loadsFinished, timeout=60000):
+        window.open_archive(toy_archive)
+    assert events == ["stream"] and window.current_tab().view.complete

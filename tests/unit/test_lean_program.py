@@ -262,3 +262,40 @@ def test_the_printed_name_check_reads_the_text_without_making_nodes(small_archiv
     renamed, _ = parse_program_lean(text.replace(f'"{out}"'.encode(), b'"sum"'), "model")
     assert renamed.graph.nodes.may_name(_ILLEGAL_NAMES)
     assert _PrintedNames.for_graph(renamed.graph).ns is not None
+
+
+def test_a_top_level_key_torch_does_not_write_is_kept_by_the_second_scan(
+        small_archive: Path, monkeypatch) -> None:
+    # one scan (lean._RawTop) reads torch's keys; any other sends the text to the
+    # dict scan, so unknown_fields keeps it as the full parse does
+    text = next(iter(_program_texts(small_archive).values()))
+    doc = orjson.loads(text)
+    doc["added_by_a_newer_torch"] = {"a": [1, 2]}
+    odd = orjson.dumps(doc)
+    scans: list[str] = []
+    real = lean_mod._object
+    monkeypatch.setattr(lean_mod, "_object", lambda raw, where: scans.append(where) or real(raw, where))
+    plain, _ = parse_program_lean(text, "model")
+    assert scans == []  # torch's keys only: one scan
+    lean, _ = parse_program_lean(odd, "model")
+    assert scans and lean.unknown_fields == {"added_by_a_newer_torch": {"a": [1, 2]}}
+    assert _dump(lean) == _dump(parse_program(orjson.loads(odd), "model", consume=True))
+    assert _dump(plain) == _dump(parse_program(orjson.loads(text), "model", consume=True))
+
+
+def test_argument_columns_give_each_node_its_own_text(small_archive: Path) -> None:
+    # the joined columns (NUL after each text) cut back into the nodes' texts
+    text = next(iter(_program_texts(small_archive).values()))
+    program, _ = parse_program_lean(text, "model")
+    cols = program.graph.nodes._cols
+    raw_nodes = orjson.loads(text)["graph_module"]["graph"]["nodes"]
+    assert len(cols) == len(raw_nodes)
+    for i, raw in enumerate(raw_nodes):
+        assert orjson.loads(cols.input(i) or b"null") == raw.get("inputs")
+        assert orjson.loads(cols.output(i) or b"null") == raw.get("outputs")
+        assert cols.targets[i] == raw["target"]
+    # mentioning finds exactly the nodes whose input text holds the word
+    word = raw_nodes[-1]["inputs"][0]["name"]
+    hits = [n.index for n in program.graph.nodes.mentioning([word])]
+    assert hits and hits == [i for i, r in enumerate(raw_nodes)
+                             if word.encode() in orjson.dumps(r.get("inputs"))]

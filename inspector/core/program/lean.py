@@ -4,8 +4,9 @@ parser.py builds the model from a document orjson parsed whole: for a
 100,000-node program (200 MB) that tree alone is ~1.3 GB and 1.1 s, and the
 model built from it another 3 s. Here msgspec (measured against pysimdjson's
 lazy proxies and a bare orjson.loads in tests/benchmarks/lean_parsers.py: the
-fastest and leanest first screen) scans the text once and keeps each node as a
-small struct of byte spans (`msgspec.Raw`, views into the one bytes object):
+fastest and leanest first screen) scans the text once into small structs of
+byte spans (`msgspec.Raw`, views into the one bytes object), copied out as
+columns (_NodeColumns: a few objects for all the nodes, built at C speed):
 
 - `Graph.nodes` is a `LazyNodes` sequence: node i becomes a model `Node` (the
   same class, the same validation as parser.py) the first time it is asked for,

@@ -56,6 +56,7 @@ class ListingView(RowsArea):
     currentLineChanged = Signal(int)
     definitionRequested = Signal(str, int)  # word, line (Ctrl+click / F12)
     usersRequested = Signal(str, int)  # word, line (Shift+F12)
+    painted = Signal()  # the lines set last are on screen (once per set_lines)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -63,6 +64,7 @@ class ListingView(RowsArea):
         self.viewport().setMouseTracking(True)
         self.viewport().setCursor(Qt.CursorShape.IBeamCursor)
         self._lines: list[str] = []
+        self._announce = False  # `painted` is due after the next paint
         self._cache = LineCache([])
         self._max_len = 0
         self._marks: dict[int, Mark] = {}
@@ -82,6 +84,7 @@ class ListingView(RowsArea):
     def set_lines(self, lines: list[str]) -> None:
         lines = mark_lines(lines)  # the same list unless a line needs marking
         self._lines = lines
+        self._announce = True
         self._cache = LineCache(lines)
         self._shaped.clear()
         # the widest line sets the horizontal range (one pass, ~10 ms at 200k lines)
@@ -313,6 +316,9 @@ class ListingView(RowsArea):
         self._paint_gutter(p, rect.height())
         p.end()
         self._prefetch.start()
+        if self._announce:
+            self._announce = False
+            self.painted.emit()
 
     def _prefetch_some(self) -> None:
         rows = self._visible_rows()

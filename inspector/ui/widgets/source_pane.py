@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QSyntaxHighlighter, QTextCharFormat, QTextCursor, QTextFormat
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -35,6 +35,7 @@ MAX_SOURCE_BYTES = 8 * 1024 * 1024
 # Lexing is pure Python (pygments, ~7 s per MB): bigger files are shown uncoloured,
 # smaller ones are lexed off the GUI thread and coloured when the spans arrive.
 MAX_LEX_BYTES = 512 * 1024
+LEX_DELAY_MS = 150  # see SourcePane._lex_timer
 
 
 _SOURCE_SUFFIXES = (".py", ".pyi", ".pyx")
@@ -152,6 +153,15 @@ class SourcePane(QWidget):
         lay.addWidget(self.editor, 1)
         self.highlighter = _Highlighter(self, self.theme)  # attached once spans are known
         self._lexing = TaskGroup(None, self)  # its own thread: lexing is slow Python
+        # Lexing starts after a pause (LEX_DELAY_MS): a file shown as an archive
+        # opens is coloured after the listing's first paint, which its GIL-holding
+        # thread would delay, and stepping through nodes of several files lexes
+        # only the file stopped at.
+        self._lex_due: str | None = None
+        self._lex_timer = QTimer(self)
+        self._lex_timer.setSingleShot(True)
+        self._lex_timer.setInterval(LEX_DELAY_MS)
+        self._lex_timer.timeout.connect(self._lex)
         self.frame: Frame | None = None
         self.missing = False
         self._file: str | None = None
@@ -199,11 +209,18 @@ class SourcePane(QWidget):
         self.highlighter.spans = {}
         self.editor.setPlainText(text)
         self._shown_text = text
-        if lex and text:
+        self._lexing.cancel()
+        self._lex_due = text if lex and text else None
+        if self._lex_due is not None:
+            self._lex_timer.start()
+        else:
+            self._lex_timer.stop()
+
+    def _lex(self) -> None:
+        text, self._lex_due = self._lex_due, None
+        if text is not None and text is self._shown_text:
             self._lexing.start(lex_spans, text, key="lex",
                                on_done=lambda spans, t=text: self._spans_ready(t, spans))
-        else:
-            self._lexing.cancel()
 
     def _spans_ready(self, text: str, spans: Spans) -> None:
         if text is not self._shown_text:

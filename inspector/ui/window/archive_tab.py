@@ -64,6 +64,7 @@ class ArchiveTab(QWidget):
         lay.addWidget(self.search)
         self.listing = ListingView(self)
         lay.addWidget(self.listing, 1)
+        self.listing.painted.connect(doc.listingPainted)  # what waits for the first screen
         self.search.queryChanged.connect(self.run_search)
         self.search.navigate.connect(self.next_match)
         self.search.closed.connect(self._close_search)
