@@ -33,6 +33,7 @@ import threading
 from array import array
 from bisect import bisect_right
 from itertools import accumulate
+from operator import attrgetter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -234,31 +235,42 @@ class _Budget:
 
 # Every byte but the separator and the brackets that open a nested value.
 _NOT_OPENERS = bytes(b for b in range(256) if b not in b"\0[{")
+_TARGET_OF, _NAME_OF, _HOP_OF, _INPUTS_OF, _OUTPUTS_OF, _METADATA_OF = (
+    attrgetter(f) for f in ("target", "name", "is_hop_single_tensor_return", "inputs",
+                            "outputs", "metadata"))
+
+
+class _Canonical(dict):
+    """The first of equal keys, for each (`canon[k]` stores k if new): mapped
+    over many keys at C speed, where setdefault needs a Python-level loop."""
+
+    def __missing__(self, key: Any) -> Any:
+        self[key] = key
+        return key
 
 
 class _NodeColumns:
     """The nodes' compact form, a column per field instead of an object per node
-    (400,000 nodes are a few dozen objects, built by comprehensions at C speed):
-    targets (interned), names, is_hop_single_tensor_return; the argument texts
-    joined into one bytes each, a NUL after each node's text (JSON text holds
-    no raw NUL), with each node's start; each node's metadata as an index into
-    its distinct texts (nodes of one source line, and repeated layers, carry
-    the same bytes)."""
+    (400,000 nodes are a few dozen objects, built by C-level maps): targets
+    (interned), names, is_hop_single_tensor_return; the argument texts joined
+    into one bytes each, a NUL after each node's text (JSON text holds no raw
+    NUL), with each node's start; each node's metadata text, one bytes per
+    distinct text (nodes of one source line, and repeated layers, carry the
+    same bytes)."""
 
     __slots__ = ("targets", "names", "hops", "inputs", "in_starts", "outputs", "out_starts",
-                 "meta_ids", "metas", "_n")
+                 "meta", "metas", "_n")
 
-    def __init__(self, raw: list[_RawNode], strings: dict[str, str]) -> None:
+    def __init__(self, raw: list[_RawNode], strings: _Canonical) -> None:
         self._n = len(raw)
-        intern = strings.setdefault
-        self.targets = [intern(t, t) for t in [r.target for r in raw]]
-        self.names = [r.name for r in raw]
-        self.hops = [r.is_hop_single_tensor_return for r in raw]
-        self.inputs, self.in_starts = _joined([r.inputs for r in raw])
-        self.outputs, self.out_starts = _joined([r.outputs for r in raw])
-        distinct: dict[bytes, int] = {}
-        put = distinct.setdefault
-        self.meta_ids = array("l", [put(bytes(r.metadata), len(distinct)) for r in raw])
+        self.targets = list(map(strings.__getitem__, map(_TARGET_OF, raw)))
+        self.names = list(map(_NAME_OF, raw))
+        self.hops = list(map(_HOP_OF, raw))
+        self.inputs, self.in_starts = _joined(list(map(_INPUTS_OF, raw)))
+        self.outputs, self.out_starts = _joined(list(map(_OUTPUTS_OF, raw)))
+        # one copy at a time (the map is lazy), kept only if new
+        distinct = _Canonical()
+        self.meta = list(map(distinct.__getitem__, map(bytes, map(_METADATA_OF, raw))))
         self.metas = list(distinct)
 
     def __len__(self) -> int:
@@ -320,9 +332,8 @@ def _joined(texts: list[_Raw]) -> tuple[bytes, array]:
 
 def _compact_records(raw: dict[str, _Raw], budget: _Budget) -> tuple[dict[str, bytes], int]:
     """(name -> the record's text, one bytes per distinct text; values they make)."""
-    distinct: dict[bytes, bytes] = {}
-    put = distinct.setdefault
-    out = {key: put(text, text) for key, text in zip(raw, map(bytes, raw.values()))}
+    distinct = _Canonical()
+    out = dict(zip(raw, map(distinct.__getitem__, map(bytes, raw.values()))))
     budget.take(sum(map(len, distinct)))
     return out, sum(_count(t) for t in distinct) + 2 * len(out)  # + each key and slot
 
@@ -334,9 +345,9 @@ class _Interned:
     __slots__ = ("metadata", "tensors", "strings")
 
     def __init__(self) -> None:
-        self.metadata: dict[int, dict[str, str]] = {}  # by _NodeColumns.meta_ids
+        self.metadata: dict[bytes, dict[str, str]] = {}  # by _NodeColumns.meta texts
         self.tensors: dict[bytes, TensorMeta] = {}
-        self.strings: dict[str, str] = {}
+        self.strings = _Canonical()
 
 
 def _lean_graph(small: dict[str, Any], columns: _NodeColumns, records: dict[str, bytes],
@@ -488,14 +499,14 @@ class LazyNodes(Sequence[Node]):
     def _decode(self, i: int, where: str) -> Node:
         cols = self._cols
         interned = self._interned
-        meta_id = cols.meta_ids[i]
-        metadata = interned.metadata.get(meta_id)
+        meta_text = cols.meta[i]
+        metadata = interned.metadata.get(meta_text)
         if metadata is None:
-            metadata = full.node_metadata(_loads(cols.metas[meta_id]), where)
+            metadata = full.node_metadata(_loads(meta_text), where)
             strings = interned.strings
             for k, v in metadata.items():
                 metadata[k] = strings.setdefault(v, v)
-            interned.metadata[meta_id] = metadata
+            interned.metadata[meta_text] = metadata
         inputs, outputs = cols.input(i), cols.output(i)
         record = {"target": cols.targets[i], "name": cols.names[i], "inputs": _loads(inputs),
                   "outputs": _loads(outputs), "is_hop_single_tensor_return": cols.hops[i]}
