@@ -225,7 +225,7 @@ class Archive(Struct, dict=True, weakref=True):
         info = self._open_entry(rel, limit)
         if info.compress_type == zipfile.ZIP_STORED and info.compress_size == info.file_size:
             fileno = getattr(self._zip.fp, "fileno", None)
-            if fileno is not None:
+            if fileno is not None and hasattr(os, "pread"):  # (not on Windows)
                 return self._guarded(rel, lambda _stream: _read_stored(fileno(), info), info)
         buffer = bytearray(min(limit, info.file_size) + 1)
 
