@@ -45,7 +45,8 @@ from inspector.commands import listing
 from inspector.core.archive import open_archive
 from inspector.core.listing import render_listing
 t.append(time.perf_counter())
-args = cli._command_parser(cli._command("list")).parse_args([sys.argv[1]])
+from inspector.commands.parsers import command_parser
+args = command_parser(cli._command("list")).parse_args([sys.argv[1]])
 archive = open_archive(args.file).__enter__()
 name = archive.program_names[0]
 t.append(time.perf_counter())
