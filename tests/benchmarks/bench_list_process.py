@@ -45,8 +45,7 @@ from inspector.commands import listing
 from inspector.core.archive import open_archive
 from inspector.core.listing import render_listing
 t.append(time.perf_counter())
-from inspector.commands.parsers import command_parser
-args = command_parser(cli._command("list")).parse_args([sys.argv[1]])
+args = cli.plain_args(cli._command("list"), [sys.argv[1]])  # as main parses `list FILE`
 archive = open_archive(args.file).__enter__()
 name = archive.program_names[0]
 t.append(time.perf_counter())
@@ -97,6 +96,9 @@ def main() -> int:
         lst = [py, "-m", "inspector", "list", str(archive)]
         best_process(lst, 1, env)  # writes the bytecode
         rows = [("bare interpreter (python -c pass)", best_process([py, "-c", "pass"], args.runs, env)),
+                # what any `list` built on these libraries pays before its own code
+                ("import msgspec, orjson, zipfile", best_process(
+                    [py, "-c", "import msgspec, msgspec.json, orjson, zipfile"], args.runs, env)),
                 ("imports of list (no work)", best_process(
                     [py, "-c", "import inspector.cli, inspector.commands.listing"], args.runs, env)),
                 ("python -m inspector list", best_process(lst, args.runs, env))]
@@ -121,7 +123,7 @@ def main() -> int:
           f"{rows[0][1][0] * 1000 / total:.0%}, imports {phases[0] / total:.0%}, the program "
           f"{phases[2] / total:.0%} (of which the bare JSON decode {phases[5] / total:.0%}), "
           f"listing text {phases[3] / total:.0%}")
-    misses = [f"{label} {wall * 1000:.0f} ms" for label, (wall, _) in rows[2:] if wall > TARGET_S]
+    misses = [f"{label} {wall * 1000:.0f} ms" for label, (wall, _) in rows[3:] if wall > TARGET_S]
     print("MISS: " + "; ".join(misses) + f" (target <= {TARGET_S * 1000:.0f} ms wall)" if misses
           else f"list within {TARGET_S * 1000:.0f} ms wall")
     return 1 if misses else 0
