@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from inspector.core.frames import parse_line_number, parse_module_stack, parse_stack_trace
-from inspector.core.line_scan import LineText
+from inspector.core.line_scan import Groups, LineText
 from inspector.core.listing import STATEMENT, Listing
 from inspector.core.program import Node
 
@@ -122,6 +122,7 @@ class SearchIndex:
         # op/target/name keys joined, for a vectorised substring scan (name has a
         # key per node: 100,000 Python-level tests took 170 ms)
         self._key_text: dict[str, LineText] = {}
+        self._key_lines: dict[str, Groups] = {}  # the same keys' lines, in that order
         # case_sensitive -> the lines (lowercased unless case-sensitive) as one buffer
         self._scan: dict[bool, LineText] = {}
         # only for a regex without a literal: all lines joined by \n, and offsets
@@ -194,6 +195,7 @@ class SearchIndex:
             self._lower_keys[f] = [(k.lower(), k) for k in table]
             if f in _SUBSTRING_FIELDS:
                 self._key_text[f] = LineText([lk for lk, _ in self._lower_keys[f]])
+                self._key_lines[f] = Groups.of_lists([table[k] for _, k in self._lower_keys[f]])
 
     def _scanner(self, case_sensitive: bool) -> LineText:
         """The lines as one buffer; lowercased line by line unless case-sensitive,
@@ -245,9 +247,7 @@ class SearchIndex:
                 return self.source_lines(m.group(1), parse_line_number(m.group(2)))
         table = self.keys[fname]
         if fname in self._key_text and not regex:
-            pairs = self._lower_keys[fname]
-            hits = [pairs[i][1] for i in self._key_text[fname].find_lines(value.lower())]
-            return _union(table[k] for k in hits)
+            return self._key_lines[fname].union(self._key_text[fname].find_lines(value.lower()))
         match = _key_matcher(fname, value, regex)
         hits = [k for low, k in self._lower_keys[fname] if match(low)]
         if fname == "module" and not regex and not hits:
