@@ -20,7 +20,7 @@ Each distinct line is stored once: a listing repeats its stack-trace comments
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from itertools import chain
 
 import numpy as np
@@ -68,21 +68,20 @@ class LineText:
             self.starts = np.concatenate((np.zeros(1, np.int64), np.cumsum(sizes)[:-1]))
         self._rank = np.bincount(self.arr[::SAMPLE], minlength=256)
 
-    def find_lines(self, needle: str, test: Callable[[str], object] | None = None) -> list[int]:
+    def find_lines(self, needle: str) -> list[int]:
         """Sorted indices of the lines that contain `needle` (none for an empty
-        needle or one with a newline: a match never spans two lines) and, if
-        `test` is given, for which test(line as given) is true (asked once per
-        distinct line)."""
+        needle or one with a newline: a match never spans two lines)."""
+        return self.expand(self.find_distinct(needle))
+
+    def find_distinct(self, needle: str) -> list[int]:
+        """As find_lines, as indices into `distinct`: to test each distinct line
+        further before `expand`."""
         if not needle or "\n" in needle or not self.count:
             return []
-        found = self._lines_of(self._positions(needle.encode("utf-8", "surrogatepass")))
-        if test is not None:
-            distinct = self.distinct
-            found = [d for d in found if test(distinct[d])]
-        return self._expand(found)
+        return self._lines_of(self._positions(needle.encode("utf-8", "surrogatepass")))
 
-    def _expand(self, found: list[int]) -> list[int]:
-        """Distinct lines -> every line that reads so, in order."""
+    def expand(self, found: list[int]) -> list[int]:
+        """Sorted indices into `distinct` -> every line that reads so, in order."""
         if self._readers is None or not found:
             return found
         return self._readers.union(found, disjoint=True)

@@ -281,11 +281,13 @@ class SearchIndex:
         if _may_span_lines(query.text):  # as given, line by line
             found = self._literal_lines(pattern, False)
             return found if found is not None else [i for i, s in enumerate(lines) if pattern.search(s)]
-        lowered = not query.case_sensitive and not any(c.isupper() for c in query.text)
+        self._scanner(False)  # knows whether the text is ASCII
+        lowered = not query.case_sensitive and self._ascii and _lowercase_safe(query.text)
         if lowered:
             # IGNORECASE disables re's literal-prefix scan (1.2 s instead of 0.1 s
             # on 200k lines); a pattern without capitals matches the lowercased
-            # text case-sensitively with the same result.
+            # text case-sensitively with the same result (ASCII text only:
+            # ignoring case, "s" also matches "ſ", which lowercases to itself).
             pattern = re.compile(query.text, re.MULTILINE)
         found = self._literal_lines(pattern, lowered)
         if found is not None:
@@ -321,10 +323,10 @@ class SearchIndex:
             literal = literal.lower()
         else:  # the literal itself, in the text the pattern runs on
             scan = self._scanner(not lowered)
-        search = pattern.search
+        search, text = pattern.search, scan.distinct  # each distinct line tried once
         if lowered:
-            return scan.find_lines(literal, lambda line: search(line.lower()))
-        return scan.find_lines(literal, search)
+            return scan.expand([d for d in scan.find_distinct(literal) if search(text[d].lower())])
+        return scan.expand([d for d in scan.find_distinct(literal) if search(text[d])])
 
 
 # --- helpers ------------------------------------------------------------------
@@ -393,6 +395,40 @@ def _required_literal(pattern: re.Pattern[str]) -> str:
     except Exception:
         return ""
     return "".join(max(best, run, key=len))
+
+
+def _lowercase_safe(pattern: str) -> bool:
+    """Whether `pattern`, case-sensitive on lowercased ASCII text, matches where
+    it matches the text itself ignoring case: no capital or non-ASCII character
+    in it (escapes and ranges included: [@-Z], \\x41) and no (?-i:...)."""
+    if any(c.isupper() for c in pattern) or not pattern.isascii():
+        return False
+    try:
+        tree = _re_parser.parse(pattern, 0)
+        ops = type(_re_parser.LITERAL)
+        names = {_re_parser.LITERAL, _re_parser.NOT_LITERAL}
+        range_op, subpattern = _re_parser.RANGE, _re_parser.SUBPATTERN
+    except Exception:  # invalid (compiled elsewhere) or a changed private module
+        return False
+
+    def safe(item) -> bool:
+        if isinstance(item, (int, str)) or item is None:
+            return True
+        if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], ops):
+            op, av = item
+            if op in names:
+                return not (65 <= av <= 90 or av > 127)
+            if op is range_op:
+                return av[1] < 65 or 90 < av[0] and av[1] <= 127
+            if op is subpattern and av[2] & re.IGNORECASE:
+                return False
+            return safe(av)
+        return all(safe(x) for x in item)
+
+    try:
+        return safe(tree)
+    except Exception:
+        return False
 
 
 def _device_literals(node: Node) -> list[str]:
