@@ -10,24 +10,21 @@ from __future__ import annotations
 import os
 import random
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fidelity_cases import session_corpus
+from test_search import decoder  # noqa: F401  (the toy decoder's listing, exported once)
 from inspector.core import line_scan
 from inspector.core.archive import open_archive
 from inspector.core.line_scan import Groups, LineText
 from inspector.core.listing import Listing, render_listing
 from inspector.core.search import SearchIndex, _required_literal, parse_query
 
-ROOT = Path(__file__).resolve().parents[2]
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -97,20 +94,8 @@ def assert_same(lines: list[str], needles: list[str], pats: list[str], label: st
 
 
 @pytest.fixture(scope="module")
-def toy_listing(tmp_path_factory) -> Listing:
-    given_path = os.environ.get("PT2I_TEST_TOY_ARCHIVE")
-    if given_path:
-        path = Path(given_path)
-    else:  # the same export (and path) as test_search.py's
-        path = tmp_path_factory.getbasetemp() / "toy-export" / "toy-tiny-cpu.pt2"
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            proc = subprocess.run([sys.executable, "-m", "inspector.jobs", "export", "--preset",
-                                   "tiny", "-o", str(path)], cwd=ROOT, capture_output=True,
-                                  text=True, timeout=600)
-            assert proc.returncode == 0, proc.stderr[-2000:]
-    with open_archive(path) as archive:
-        return render_listing(archive.program("decoder"))
+def toy_listing(decoder) -> Listing:
+    return decoder[0]
 
 
 def test_toy_listing_fast_paths_match_line_by_line(toy_listing):
