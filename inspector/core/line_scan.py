@@ -43,14 +43,22 @@ class LineText:
         """`lower`: search the lowercased lines (each lowercased alone: a final
         sigma lowercases by what follows it)."""
         self.count = len(lines)
-        ids: dict[str, int] = {}
-        which = np.fromiter((ids.setdefault(s, len(ids)) for s in lines), np.int64, len(lines))
-        self.distinct: list[str] = list(ids)  # the given lines, not copies
-        del ids
-        # the lines that read each distinct line (none when all are distinct)
-        self._readers = Groups.of_labels(which, len(self.distinct)) \
-            if len(self.distinct) < len(lines) else None
-        del which
+        # C-level loops only (0.4 s at 770,000 lines, most of it hashing them):
+        # each line's first occurrence, the distinct lines are those that are it
+        n = len(lines)
+        first = dict(zip(reversed(lines), range(n - 1, -1, -1)))
+        self._readers: Groups | None = None  # the lines that read each distinct line
+        if len(first) == n:
+            self.distinct: list[str] = list(lines)
+        else:
+            which = np.fromiter(map(first.__getitem__, lines), np.int64, n)
+            kept = np.flatnonzero(which == np.arange(n))
+            self.distinct = list(map(lines.__getitem__, kept.tolist()))  # not copies
+            number = np.empty(n, np.int64)
+            number[kept] = np.arange(kept.size)
+            self._readers = Groups.of_labels(number[which], kept.size)
+            del which, number
+        del first
         text = "\n".join(self.distinct)
         self.ascii = text.isascii()
         if lower:
