@@ -39,16 +39,17 @@ class LineText:
     """Lines, each distinct one once, joined by newlines into one UTF-8 buffer
     and searched for literals."""
 
-    def __init__(self, lines: Sequence[str], lower: bool = False) -> None:
+    def __init__(self, lines: Sequence[str], lower: bool = False, dedupe: bool = True) -> None:
         """`lower`: search the lowercased lines (each lowercased alone: a final
-        sigma lowercases by what follows it)."""
+        sigma lowercases by what follows it). `dedupe=False` for lines known to
+        repeat little (a field's keys): each is then stored as it comes."""
         self.count = len(lines)
         # C-level loops only (0.4 s at 770,000 lines, most of it hashing them):
         # each line's first occurrence, the distinct lines are those that are it
         n = len(lines)
-        first = dict(zip(reversed(lines), range(n - 1, -1, -1)))
+        first = dict(zip(reversed(lines), range(n - 1, -1, -1))) if dedupe else {}
         self._readers: Groups | None = None  # the lines that read each distinct line
-        if len(first) == n:
+        if not dedupe or len(first) == n:
             self.distinct: list[str] = list(lines)
         else:
             which = np.fromiter(map(first.__getitem__, lines), np.int64, n)

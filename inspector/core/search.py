@@ -194,7 +194,7 @@ class SearchIndex:
         for f, table in keys.items():
             self._lower_keys[f] = [(k.lower(), k) for k in table]
             if f in _SUBSTRING_FIELDS:
-                self._key_text[f] = LineText([lk for lk, _ in self._lower_keys[f]])
+                self._key_text[f] = LineText([lk for lk, _ in self._lower_keys[f]], dedupe=False)
                 self._key_lines[f] = Groups.of_lists([table[k] for _, k in self._lower_keys[f]])
 
     def _scanner(self, case_sensitive: bool) -> LineText:

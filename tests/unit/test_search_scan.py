@@ -176,10 +176,10 @@ _TEXT = st.text(alphabet="ab_\n1 Aσſé", max_size=10)
 
 @settings(max_examples=150, deadline=None)
 @given(lines=st.lists(st.text(alphabet="ab_1 Aσſé", max_size=10), max_size=12), needle=_TEXT,
-       lower=st.booleans(), chunk=st.sampled_from([1, 2, 5, 64, 1 << 20]))
-def test_line_text_finds_what_in_finds(lines, needle, lower, chunk):
+       lower=st.booleans(), dedupe=st.booleans(), chunk=st.sampled_from([1, 2, 5, 64, 1 << 20]))
+def test_line_text_finds_what_in_finds(lines, needle, lower, dedupe, chunk):
     with small_chunks(chunk=chunk, dense=64 if chunk > 5 else 2):
-        got = LineText(lines, lower=lower).find_lines(needle)
+        got = LineText(lines, lower=lower, dedupe=dedupe).find_lines(needle)
     hay = [s.lower() for s in lines] if lower else lines
     want = [] if not needle or "\n" in needle else [i for i, s in enumerate(hay) if needle in s]
     assert got == want
