@@ -32,6 +32,9 @@ CHUNK = 1 << 20
 # every SAMPLE-th byte estimates how common each byte is (which of the needle's
 # bytes to compare first); only speed depends on it, never the result
 SAMPLE = 61
+# a rarest byte more common than 1 in DENSE bytes ("_" or a digit in node names)
+# leaves too many candidates to gather one by one: the pass compares the
+# second rarest byte too (name:add_ 8.5 -> 4.4 ms over the 400k node names)
 DENSE = 64
 
 
@@ -103,9 +106,6 @@ class LineText:
             return np.empty(0, np.int64)
         rank = self._rank
         order = sorted(range(m), key=lambda j: rank[needle[j]])
-        # a common rarest byte (>1/64 of the text: "_" or a digit in node names)
-        # leaves too many candidates to gather one by one: the pass compares the
-        # second rarest too
         pair = m > 1 and rank[needle[order[0]]] * DENSE > max(int(rank.sum()), 1)
         one, two = order[0], order[1] if pair else -1
         rest = [(j, needle[j]) for j in order[2 if pair else 1:]]
