@@ -276,6 +276,13 @@ def _column(nodes: Sequence[Node], name: str, make: Callable[[Sequence[Node]], _
     return memo(name, make) if memo is not None else make(nodes)
 
 
+def _spelled_as_is(name: str) -> bool:
+    """Whether JSON text holds `name` as `"name"` whoever wrote it (writers
+    differ in what they escape: non-ASCII, `/`; LazyNodes.mentioning finds
+    `\\u` escapes itself)."""
+    return name.isascii() and name.isprintable() and not any(c in name for c in '"\\/')
+
+
 def _short_path(path: str) -> str:
     """site-packages/transformers/x.py -> transformers/x.py."""
     for marker in ("site-packages/", "dist-packages/"):
@@ -295,31 +302,53 @@ def _device_args(node: Node) -> Iterable[tuple[str, Device]]:
 _Site = tuple[str, str, Device, "str | None"]
 
 
-class _DeviceColumn:
-    """Every device argument of a node sequence, whatever the target: the
-    distinct sites, then per argument (in node and argument order) its node,
-    the node's name and its site's index."""
+class _Arguments:
+    """What the rules read from a node sequence's arguments, whatever the target.
 
-    __slots__ = ("sites", "nodes", "names", "site_of")
+    Device arguments: the distinct sites, then per argument (in node and
+    argument order) its node, the node's name and its site's index. Sizes:
+    {literal size: indices of the nodes that have it in a size argument}
+    (_size_literals)."""
+
+    __slots__ = ("sites", "nodes", "names", "site_of", "sizes")
 
     def __init__(self, nodes: Sequence[Node]) -> None:
         sites: dict[_Site, int] = {}
         self.nodes: list[Node] = []
         self.names: list[str] = []
         self.site_of = array("q")
-        for node in _mentioning(nodes, _DEVICE_KINDS):
-            # Cheap test first: 100k nodes, a few dozen with a device argument.
-            for inp in node.inputs:
+        self.sizes: dict[int, array] = {}
+        for node in _argument_nodes(nodes):
+            device = sized = False
+            for inp in node.inputs:  # cheap tests first: most nodes have neither
                 if inp.arg.kind in _DEVICE_KINDS:
-                    break
-            else:
-                continue
-            op, trace = node.op_name, node.stack_trace
-            for arg_name, device in _device_args(node):
-                self.nodes.append(node)
-                self.names.append(node.name)
-                self.site_of.append(sites.setdefault((op, arg_name, device, trace), len(sites)))
+                    device = True
+                if inp.name in _SIZE_ARG_NAMES:
+                    sized = True
+            if device:
+                op, trace = node.op_name, node.stack_trace
+                for arg_name, dev in _device_args(node):
+                    self.nodes.append(node)
+                    self.names.append(node.name)
+                    self.site_of.append(sites.setdefault((op, arg_name, dev, trace), len(sites)))
+            if sized:
+                for value in _size_literals(node):
+                    at = self.sizes.get(value)
+                    if at is None:
+                        at = self.sizes[value] = array("q")
+                    at.append(node.index)
         self.sites: list[_Site] = list(sites)
+
+
+def _argument_nodes(nodes: Sequence[Node]) -> Iterable[Node]:
+    """The nodes _Arguments must look at: all of them where they are made already
+    (the listing made them: walking 400,000 made nodes takes a tenth of
+    searching their texts), else those whose text may name a device kind or a
+    size argument (LazyNodes.mentioning), so the rest are never made."""
+    made = getattr(nodes, "made_count", None)
+    if made is None or made() == len(nodes):
+        return nodes
+    return _mentioning(nodes, _DEVICE_KINDS | frozenset(_SIZE_ARG_WORDS))
 
 
 def _device_literals(ctx: _Context) -> list[Finding]:
@@ -331,7 +360,7 @@ def _device_literals(ctx: _Context) -> list[Finding]:
     # (severity's rank, device) -> [findings, their lines], in the rule's order
     buckets: dict[tuple[int, str], tuple[list[Finding], list[int | None]]] = {}
     for graph in ctx.program.graphs():
-        column = _column(graph.nodes, "devices", _DeviceColumn)
+        column = _column(graph.nodes, "arguments", _Arguments)
         if not column.nodes:
             continue
         # what a finding says, once per site: (severity, message, source, fix, group)
@@ -445,7 +474,10 @@ def _lifted_constants(ctx: _Context) -> None:
     if not wanted:
         return
     first_use: dict[str, Node] = {}
-    for node in _mentioning(program.graph.nodes, [f'"{name}"' for name in wanted]):
+    nodes: Iterable[Node] = program.graph.nodes
+    if all(_spelled_as_is(name) for name in wanted):  # only nodes whose text may name one
+        nodes = _mentioning(program.graph.nodes, [f'"{name}"' for name in wanted])
+    for node in nodes:
         for name in node.input_names():
             if name in wanted and name not in first_use:
                 first_use[name] = node
@@ -556,23 +588,11 @@ def _size_literals(node: Node) -> set[int]:
     return found
 
 
-def _size_column(nodes: Sequence[Node]) -> dict[int, array]:
-    """{literal size: indices of the nodes of `nodes` that have it (_size_literals)}."""
-    out: dict[int, array] = {}
-    for node in _mentioning(nodes, _SIZE_ARG_WORDS):
-        for value in _size_literals(node):
-            at = out.get(value)
-            if at is None:
-                at = out[value] = array("q")
-            at.append(node.index)
-    return out
-
-
 def _hinted_nodes(nodes: Sequence[Node], hints: dict[int, set[str]]
                   ) -> list[tuple[Node, list[int]]]:
     """(node, its distinct literal sizes that are keys of `hints`, sorted) for each
     node of `nodes` that has one, in node order."""
-    column = _column(nodes, "sizes", _size_column)
+    column = _column(nodes, "arguments", _Arguments).sizes
     found: dict[int, list[int]] = defaultdict(list)
     for value in sorted(hints):
         for i in column.get(value, ()):
