@@ -125,18 +125,16 @@ def audit_archive(archive: Archive, *, target: Device | None = None,
         from inspector.core.audit_load import audit_loadability
 
         rest += audit_loadability(archive, target, [archive.program(n) for n in names])
+    rest_of: dict[tuple[int, str], list[Finding]] = defaultdict(list)
     for f in rest:
-        key = (_RULE_RANK.get(f.rule, 99), f.program or "")
-        if not blocks[key] or blocks[key][-1] is not rest:
-            blocks[key].append(rest)
+        rest_of[(_RULE_RANK.get(f.rule, 99), f.program or "")].append(f)
     out: list[Finding] = []
-    for key in sorted(blocks):
-        parts = blocks[key]
-        if len(parts) == 1 and parts[0] is not rest:
+    for key in sorted(blocks.keys() | rest_of.keys()):
+        parts = blocks.get(key, []) + ([rest_of[key]] if key in rest_of else [])
+        if len(parts) == 1 and key not in rest_of:
             out += parts[0]
-        else:  # findings of several sources, or the small rest: sorted as one
-            out += sort_findings(f for part in parts for f in part
-                                 if (_RULE_RANK.get(f.rule, 99), f.program or "") == key)
+        else:  # findings of several sources, or of the archive's own (few): sorted as one
+            out += sort_findings(f for part in parts for f in part)
     return out
 
 
@@ -299,7 +297,7 @@ def _device_args(node: Node) -> Iterable[tuple[str, Device]]:
 
 # A device literal's site: (op, argument, device, stack trace). Its message, source
 # and fix are the same wherever it repeats (every layer of a big program).
-_Site = tuple[str, str, Device, "str | None"]
+_Site = tuple[str, str, Device, str | None]
 
 
 class _Arguments:

@@ -188,6 +188,7 @@ def child_core(path: Path) -> dict:
     from inspector.core.audit import audit_program
     from inspector.core.errors import InspectorError
     from inspector.core.listing import render_listing
+    from inspector.core.program import Device
     from inspector.core.search import SearchIndex, parse_query
 
     c = time.process_time()
@@ -207,7 +208,13 @@ def child_core(path: Path) -> dict:
         best = min(_timed(lambda: index.search(parse_query(q, regex=regex))) for _ in range(3))
         worst = max(worst, (q, best), key=lambda w: w[1])
     out["search_worst"] = worst
-    out["audit_cpu"] = min(_timed(lambda: audit_program(program, listing=listing)) for _ in range(2))
+    # The first audit of a program makes its columns (core/audit.py: device arguments,
+    # literal sizes, op namespaces, kept with the nodes); every audit after, for any
+    # target or rules, reads them: that is the query timed, for two targets.
+    out["audit_first_cpu"] = _timed(lambda: audit_program(program, listing=listing))
+    cuda = Device("cuda")
+    out["audit_cpu"] = min(_timed(lambda: audit_program(program, listing=listing, target=t))
+                           for t in (None, cuda, None, cuda))
     out["peak_mb"] = _peak_mb()
     return out
 
@@ -296,7 +303,8 @@ def _bench(args: argparse.Namespace, tmp: Path) -> int:
             print(f"{label} open (parse + listing): {r['open_cpu']:.2f} s CPU, peak {r['open_peak_mb']:.0f} MB"
                   f" ({r['nodes']:,} nodes); search index +{r['index_cpu']:.2f} s; worst search "
                   f"{r['search_worst'][0]!r} {r['search_worst'][1] * 1000:.0f} ms; audit "
-                  f"{r['audit_cpu'] * 1000:.0f} ms; peak {r['peak_mb']:.0f} MB")
+                  f"{r['audit_cpu'] * 1000:.0f} ms (the first, making its columns, "
+                  f"{r['audit_first_cpu'] * 1000:.0f} ms); peak {r['peak_mb']:.0f} MB")
     small, big = core["100k"], core["400k"]
     if "error" in big or "error" in small:
         misses.append(f"400k open: {(big.get('error') or small.get('error'))[:120]}")
