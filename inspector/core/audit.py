@@ -59,6 +59,7 @@ from inspector.core.program import (
     Program,
     TensorMeta,
     decode_device,
+    nodes_mentioning,
 )
 from inspector.core.summary import format_size
 
@@ -82,7 +83,7 @@ _SIZE_ARG_NAMES = frozenset({
     "repeats", "output_size", "new_size",
 })
 _SIZE_LIST_KINDS = frozenset({ArgKind.INTS, ArgKind.SYM_INTS})
-# as they appear in a node's text (`"name": "size"`), for _mentioning
+# as they appear in a node's text (`"name": "size"`), for nodes_mentioning
 _SIZE_ARG_WORDS = tuple(f'"{n}"' for n in sorted(_SIZE_ARG_NAMES))
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 _DEVICE_KINDS = frozenset({ArgKind.DEVICE, ArgKind.STRING_TO_ARGUMENT})
@@ -252,14 +253,6 @@ def _trace_where(trace: str | None) -> str:
     return f" (in {_short_path(frame[0])}:{frame[1]}, {frame[2]})"
 
 
-def _mentioning(nodes: Sequence[Node], words: Iterable[str]) -> Iterable[Node]:
-    """The nodes a rule must look at: where the program keeps its nodes' text
-    (core/program/lean.py), those whose arguments may hold one of `words`;
-    otherwise all of them."""
-    pick = getattr(nodes, "mentioning", None)
-    return pick(words) if pick is not None else nodes
-
-
 _T = TypeVar("_T")
 
 
@@ -346,7 +339,7 @@ def _argument_nodes(nodes: Sequence[Node]) -> Iterable[Node]:
     made = getattr(nodes, "made_count", None)
     if made is None or made() == len(nodes):
         return nodes
-    return _mentioning(nodes, _DEVICE_KINDS | frozenset(_SIZE_ARG_WORDS))
+    return nodes_mentioning(nodes, _DEVICE_KINDS | frozenset(_SIZE_ARG_WORDS))
 
 
 def _device_literals(ctx: _Context) -> list[Finding]:
@@ -474,7 +467,7 @@ def _lifted_constants(ctx: _Context) -> None:
     first_use: dict[str, Node] = {}
     nodes: Iterable[Node] = program.graph.nodes
     if all(_spelled_as_is(name) for name in wanted):  # only nodes whose text may name one
-        nodes = _mentioning(program.graph.nodes, [f'"{name}"' for name in wanted])
+        nodes = nodes_mentioning(program.graph.nodes, [f'"{name}"' for name in wanted])
     for node in nodes:
         for name in node.input_names():
             if name in wanted and name not in first_use:
