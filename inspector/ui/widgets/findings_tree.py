@@ -105,6 +105,7 @@ class FindingsTree(QTreeWidget):
             more = QTreeWidgetItem([f"show {min(rest, LEAF_BATCH):,} more of {rest:,}…", ""])
             more.setToolTip(0, plain_tip(f"{end:,} of {len(members):,} findings are listed "
                                          "here; click (or press Enter) for more"))
+            more.setForeground(0, self.palette().link())  # reads as something to click
             more.setData(0, MORE_ROLE, (members, end))
             parent.addChild(more)
 
