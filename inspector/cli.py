@@ -3,14 +3,15 @@
 Each sub-command lives in its own module under `inspector/commands/` and exposes
 `NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`; the table in
 `inspector/commands/__init__.py` names them, and only the chosen command's module
-is imported and only its parser built. This module only dispatches and turns user errors into the one-line contract:
+is imported and only its parser built (and argparse imported only for a
+command line of more than positionals: inspector/commands/plain.py). This
+module only dispatches and turns user errors into the one-line contract:
 `error: <what> (<why>)` on stderr, exit 2, no traceback (unless --debug);
 `console` is the same as a whole process (a one-shot command ends at once).
 """
 
 from __future__ import annotations
 
-import argparse
 import gc
 import os
 import signal
@@ -18,45 +19,10 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from inspector import __version__
 from inspector.commands import COMMANDS, Command
+from inspector.commands.plain import EXIT_USAGE, plain_args
 from inspector.core.errors import InspectorError
 from inspector.core.text import ESCAPES, JSON_ESCAPES
-
-EXIT_USAGE = 2
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse prints usage + message and exits 2; keep that but one `error:` line."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        sys.stderr.write(f"error: {message} (see {self.prog} --help)\n")
-        raise SystemExit(EXIT_USAGE)
-
-
-def _gui_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="pt2-inspector",
-        description="Inspect torch.export .pt2 archives. Without a sub-command, opens the window.",
-        # every command with its help line, from the table (no command module is imported)
-        epilog="sub-commands (pt2-inspector COMMAND --help):\n"
-        + "\n".join(f"  {c.NAME:<10} {c.HELP}" for c in COMMANDS),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("files", nargs="*", metavar="FILE", help=".pt2 archives to open")
-    parser.add_argument("--demo", action="store_true", help="open the bundled demo archive")
-    parser.add_argument("--screenshot", metavar="PNG",
-                        help="render the main window offscreen to PNG and exit")
-    parser.add_argument("--version", action="version", version=f"pt2-inspector {__version__}")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
-    return parser
-
-
-def _command_parser(command) -> argparse.ArgumentParser:
-    parser = _Parser(prog=f"pt2-inspector {command.NAME}", description=command.HELP)
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
-    command.add_arguments(parser)
-    return parser
 
 
 # What a file says is printed with terminal controls, bidi controls and
@@ -116,11 +82,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = _command(argv[0]) if argv else None
     if command is not None:
-        args = _command_parser(command).parse_args(argv[1:])
+        args = plain_args(command, argv[1:])
+        if args is None:  # anything but positionals: argparse (its help, its errors)
+            from inspector.commands.parsers import command_parser
+
+            args = command_parser(command).parse_args(argv[1:])
         runner = command.run
         table = _JSON_ESCAPES if getattr(args, "json", False) else _TEXT_ESCAPES
     else:
-        args = _gui_parser().parse_args(argv)
+        from inspector.commands.parsers import gui_parser
+
+        args = gui_parser().parse_args(argv)
         from inspector.commands import gui  # Qt is imported only on this path
 
         runner = gui.run

@@ -5,13 +5,16 @@ from the JSON alone (never torch)."""
 
 from __future__ import annotations
 
-import argparse
 import gc
 import sys
+from typing import TYPE_CHECKING
 
 from inspector.core.archive import open_archive
 from inspector.core.errors import ArchiveError
 from inspector.core.listing import render_listing
+
+if TYPE_CHECKING:
+    import argparse  # only for annotations: `list FILE` is parsed without it
 
 NAME = "list"
 HELP = "print the readable listing of each program (as print_readable shows it)"

@@ -15,10 +15,11 @@ editors count lines. `Finding.from_dict` undoes that.
 from __future__ import annotations
 
 import re
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from array import array
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import orjson
 
@@ -58,6 +59,7 @@ from inspector.core.program import (
     Program,
     TensorMeta,
     decode_device,
+    nodes_mentioning,
 )
 from inspector.core.summary import format_size
 
@@ -81,7 +83,7 @@ _SIZE_ARG_NAMES = frozenset({
     "repeats", "output_size", "new_size",
 })
 _SIZE_LIST_KINDS = frozenset({ArgKind.INTS, ArgKind.SYM_INTS})
-# as they appear in a node's text (`"name": "size"`), for _mentioning
+# as they appear in a node's text (`"name": "size"`), for nodes_mentioning
 _SIZE_ARG_WORDS = tuple(f'"{n}"' for n in sorted(_SIZE_ARG_NAMES))
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 _DEVICE_KINDS = frozenset({ArgKind.DEVICE, ArgKind.STRING_TO_ARGUMENT})
@@ -103,22 +105,38 @@ def audit_archive(archive: Archive, *, target: Device | None = None,
     """Every rule over every program (or `programs`) of an opened archive."""
     wanted = check_rules(rules)
     names = list(programs) if programs else list(archive.program_names)
-    findings: list[Finding] = []
+    # (rule's rank, program) -> its findings from each source, each sorted: the
+    # order sort_findings gives the lot, without sorting a big program's
+    # 31,000 device literals again
+    blocks: dict[tuple[int, str], list[list[Finding]]] = defaultdict(list)
     for name in names:
         program = archive.program(name)
         configs = {}
         if WEIGHT_DEVICE in wanted and archive.layout == "pt2":
             configs = {which: archive.payload_config(name, which)
                        for which in ("weights", "constants")}
-        findings += audit_program(program, target=target, rules=wanted,
-                                  listing=(listings or {}).get(name), payload_configs=configs)
+        found = _program_blocks(program, target=target, rules=wanted,
+                                listing=(listings or {}).get(name), payload_configs=configs)
+        for rule, block in found.items():
+            blocks[(_RULE_RANK[rule], program.name or "")].append(block)
+    rest: list[Finding] = []
     if RISKY_RECORD in wanted or PORTABILITY in wanted:
-        findings += audit_records(archive.records, set(names), wanted)
+        rest += audit_records(archive.records, set(names), wanted)
     if PORTABILITY in wanted:
         from inspector.core.audit_load import audit_loadability
 
-        findings += audit_loadability(archive, target, [archive.program(n) for n in names])
-    return sort_findings(findings)
+        rest += audit_loadability(archive, target, [archive.program(n) for n in names])
+    rest_of: dict[tuple[int, str], list[Finding]] = defaultdict(list)
+    for f in rest:
+        rest_of[(_RULE_RANK.get(f.rule, 99), f.program or "")].append(f)
+    out: list[Finding] = []
+    for key in sorted(blocks.keys() | rest_of.keys()):
+        parts = blocks.get(key, []) + ([rest_of[key]] if key in rest_of else [])
+        if len(parts) == 1 and key not in rest_of:
+            out += parts[0]
+        else:  # findings of several sources, or of the archive's own (few): sorted as one
+            out += sort_findings(f for part in parts for f in part)
+    return out
 
 
 def audit_program(program: Program, *, target: Device | None = None,
@@ -126,10 +144,25 @@ def audit_program(program: Program, *, target: Device | None = None,
                   payload_configs: dict[str, dict[str, Any]] | None = None) -> list[Finding]:
     """The program-level rules. `listing` fills `line`; `payload_configs`
     ({"weights": config, "constants": config}) adds the archive's own records."""
+    blocks = _program_blocks(program, target=target, rules=rules, listing=listing,
+                             payload_configs=payload_configs)
+    return [f for block in blocks.values() for f in block]
+
+
+_RULE_RANK = {rule: i for i, rule in enumerate(RULES)}  # sort_findings' orders
+_SEVERITY_RANK = {severity: i for i, severity in enumerate(SEVERITIES)}
+
+
+def _program_blocks(program: Program, *, target: Device | None, rules: Iterable[str] | None,
+                    listing: Listing | None, payload_configs: dict[str, dict[str, Any]] | None
+                    ) -> dict[str, list[Finding]]:
+    """audit_program's findings by rule, in the order of RULES, each in
+    sort_findings' order."""
     wanted = check_rules(rules)
     ctx = _Context(program, target, listing)
+    out: dict[str, list[Finding]] = {}
     if DEVICE_LITERAL in wanted:
-        _device_literals(ctx)
+        out[DEVICE_LITERAL] = _device_literals(ctx)  # sorted as it is made: 31,000 at 400k
     if WEIGHT_DEVICE in wanted:
         _weight_devices(ctx, payload_configs or {})
     if LIFTED_CONSTANT in wanted:
@@ -138,7 +171,9 @@ def audit_program(program: Program, *, target: Device | None = None,
         _specialized_dims(ctx)
     if PORTABILITY in wanted:
         _portability(ctx)
-    return sort_findings(ctx.findings)
+    for f in sort_findings(ctx.findings):
+        out.setdefault(f.rule, []).append(f)
+    return {rule: out[rule] for rule in sorted(out, key=_RULE_RANK.__getitem__) if out[rule]}
 
 
 def audit_records(records: Iterable[Record], programs: set[str],
@@ -200,10 +235,6 @@ def _source(node: Node) -> str | None:
     return _trace_source(node.stack_trace)
 
 
-def _where(node: Node) -> str:
-    return _trace_where(node.stack_trace)
-
-
 # Per stack trace, not per node: a finding repeats on every layer of a big
 # program (31,000 on the 400k-node one), and its nodes share a few traces.
 @lru_cache(maxsize=4096)
@@ -222,12 +253,25 @@ def _trace_where(trace: str | None) -> str:
     return f" (in {_short_path(frame[0])}:{frame[1]}, {frame[2]})"
 
 
-def _mentioning(nodes: Sequence[Node], words: Iterable[str]) -> Iterable[Node]:
-    """The nodes a rule must look at: where the program keeps its nodes' text
-    (core/program/lean.py), those whose arguments may hold one of `words`;
-    otherwise all of them."""
-    pick = getattr(nodes, "mentioning", None)
-    return pick(words) if pick is not None else nodes
+_T = TypeVar("_T")
+
+
+def _column(nodes: Sequence[Node], name: str, make: Callable[[Sequence[Node]], _T]) -> _T:
+    """What a rule reads from a graph's nodes whatever the target (device
+    arguments, literal sizes, op namespaces): made by a program's first audit
+    and kept with a lean program's nodes (core/program/lean.py, immutable once
+    made), so an audit of a 400k-node program (again, for another target or
+    rules) visits these columns, not the nodes. A plain list (the full parse,
+    control-flow subgraphs: small) is scanned each time."""
+    memo = getattr(nodes, "memo", None)
+    return memo(name, make) if memo is not None else make(nodes)
+
+
+def _spelled_as_is(name: str) -> bool:
+    """Whether JSON text holds `name` as `"name"` whoever wrote it (writers
+    differ in what they escape: non-ASCII, `/`; LazyNodes.mentioning finds
+    `\\u` escapes itself)."""
+    return name.isascii() and name.isprintable() and not any(c in name for c in '"\\/')
 
 
 def _short_path(path: str) -> str:
@@ -244,40 +288,130 @@ def _device_args(node: Node) -> Iterable[tuple[str, Device]]:
             yield (inp.name if key is None else f"{inp.name}[{key!r}]"), device
 
 
-def _device_literals(ctx: _Context) -> None:
+# A device literal's site: (op, argument, device, stack trace). Its message, source
+# and fix are the same wherever it repeats (every layer of a big program).
+_Site = tuple[str, str, Device, str | None]
+
+
+class _Arguments:
+    """What the rules read from a node sequence's arguments, whatever the target.
+
+    Device arguments: the distinct sites, then per argument (in node and
+    argument order) its node, the node's name and its site's index. Sizes:
+    {literal size: indices of the nodes that have it in a size argument}
+    (_size_literals)."""
+
+    __slots__ = ("sites", "nodes", "names", "site_of", "sizes")
+
+    def __init__(self, nodes: Sequence[Node]) -> None:
+        sites: dict[_Site, int] = {}
+        self.nodes: list[Node] = []
+        self.names: list[str] = []
+        self.site_of = array("q")
+        self.sizes: dict[int, array] = {}
+        for node in _argument_nodes(nodes):
+            device = sized = False
+            for inp in node.inputs:  # cheap tests first: most nodes have neither
+                if inp.arg.kind in _DEVICE_KINDS:
+                    device = True
+                if inp.name in _SIZE_ARG_NAMES:
+                    sized = True
+            if device:
+                op, trace = node.op_name, node.stack_trace
+                for arg_name, dev in _device_args(node):
+                    self.nodes.append(node)
+                    self.names.append(node.name)
+                    self.site_of.append(sites.setdefault((op, arg_name, dev, trace), len(sites)))
+            if sized:
+                for value in _size_literals(node):
+                    at = self.sizes.get(value)
+                    if at is None:
+                        at = self.sizes[value] = array("q")
+                    at.append(node.index)
+        self.sites: list[_Site] = list(sites)
+
+
+def _argument_nodes(nodes: Sequence[Node]) -> Iterable[Node]:
+    """The nodes _Arguments must look at: all of them where they are made already
+    (the listing made them: walking 400,000 made nodes takes a tenth of
+    searching their texts), else those whose text may name a device kind or a
+    size argument (LazyNodes.mentioning), so the rest are never made."""
+    made = getattr(nodes, "made_count", None)
+    if made is None or made() == len(nodes):
+        return nodes
+    return nodes_mentioning(nodes, _DEVICE_KINDS | frozenset(_SIZE_ARG_WORDS))
+
+
+def _device_literals(ctx: _Context) -> list[Finding]:
+    """The rule's findings, in sort_findings' order: by severity and device
+    (per site), then by line; the 400k-node program has 31,000 of them."""
     target = ctx.target
-    nodes = (n for g in ctx.program.graphs() for n in _mentioning(g.nodes, _DEVICE_KINDS))
-    for node in nodes:
-        # Cheap test first: 100k nodes, a few dozen with a device argument.
-        for inp in node.inputs:
-            if inp.arg.kind in _DEVICE_KINDS:
-                break
-        else:
+    program = ctx.program.name
+    line_of = ctx.listing.line_of if ctx.listing is not None else None
+    # (severity's rank, device) -> [findings, their lines], in the rule's order
+    buckets: dict[tuple[int, str], tuple[list[Finding], list[int | None]]] = {}
+    for graph in ctx.program.graphs():
+        column = _column(graph.nodes, "arguments", _Arguments)
+        if not column.nodes:
             continue
-        for arg_name, device in _device_args(node):
-            bad = ctx.differs(device)
-            op = node.op_name
-            if op == "_assert_tensor_metadata":
-                what = f"checks that its input is on {device} and fails otherwise"
-            elif op in ("to", "_to_copy", "copy", "_to_device"):
-                what = f"copies its input to {device}"
-            else:
-                what = f"creates its result on {device}"
-            if bad:
-                why = (f"run on {target}, that mixes devices (\"Expected all tensors to be on "
-                       "the same device\")")
-            else:
-                why = ("export froze the device the example ran on, whatever device the "
-                       "inputs are on at run time")
-            # Matching the named target is fine for that target (info, so a
-            # retargeted archive passes `audit --target DEV` in CI); with no
-            # target we cannot tell, so it is a warning.
-            severity = ERROR if bad else (INFO if target is not None else WARNING)
-            ctx.add(DEVICE_LITERAL, severity,
-                    f"{op} has {arg_name}={device} baked in{_where(node)}: it {what}; {why}",
-                    node=node, group=str(device),
-                    fix=f"pt2-inspector retarget FILE --device {target or 'DEVICE'} -o OUT.pt2 "
-                        "(or export on the target device)")
+        # what a finding says, once per site: (severity, message, source, fix, group)
+        said = [_device_text(site, target, ctx.differs(site[2])) for site in column.sites]
+        lines = [line_of(n) for n in column.nodes] if line_of is not None else \
+            [None] * len(column.nodes)
+        made = [Finding(DEVICE_LITERAL, said[s][0], program, name, line, said[s][1],
+                        said[s][2], said[s][3], said[s][4])
+                for name, line, s in zip(column.names, lines, column.site_of)]
+        keys = {(_SEVERITY_RANK[t[0]], t[4]) for t in said}
+        if len(keys) == 1 and not buckets:
+            buckets[keys.pop()] = (made, lines)
+            continue
+        for f, line in zip(made, lines):
+            found, at = buckets.setdefault((_SEVERITY_RANK[f.severity], f.group), ([], []))
+            found.append(f)
+            at.append(line)
+    out: list[Finding] = []
+    for key in sorted(buckets):
+        found, lines = buckets[key]
+        out += _by_line(found, lines)
+    return out
+
+
+def _by_line(findings: list[Finding], lines: list[int | None]) -> list[Finding]:
+    """`findings` stably sorted by line (None first), as sort_findings orders
+    findings of one rule, program, severity and group; usually they already are
+    (nodes in listing order), which is checked, not assumed."""
+    keys = lines if None not in lines else [-1 if n is None else n for n in lines]
+    if keys == sorted(keys):  # type: ignore[type-var]
+        return findings
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    return [findings[i] for i in order]
+
+
+def _device_text(site: _Site, target: Device | None, bad: bool
+                 ) -> tuple[str, str, str | None, str, str]:
+    op, arg_name, device, trace = site
+    if op == "_assert_tensor_metadata":
+        what = f"checks that its input is on {device} and fails otherwise"
+    elif op in ("to", "_to_copy", "copy", "_to_device"):
+        what = f"copies its input to {device}"
+    else:
+        what = f"creates its result on {device}"
+    if bad:
+        why = (f"run on {target}, that mixes devices (\"Expected all tensors to be on "
+               "the same device\")")
+    else:
+        why = ("export froze the device the example ran on, whatever device the "
+               "inputs are on at run time")
+    # Matching the named target is fine for that target (info, so a
+    # retargeted archive passes `audit --target DEV` in CI); with no
+    # target we cannot tell, so it is a warning.
+    severity = ERROR if bad else (INFO if target is not None else WARNING)
+    return (severity,
+            f"{op} has {arg_name}={device} baked in{_trace_where(trace)}: it {what}; {why}",
+            _trace_source(trace),
+            f"pt2-inspector retarget FILE --device {target or 'DEVICE'} -o OUT.pt2 "
+            "(or export on the target device)",
+            str(device))
 
 
 def _weight_devices(ctx: _Context, configs: dict[str, dict[str, Any]]) -> None:
@@ -331,7 +465,10 @@ def _lifted_constants(ctx: _Context) -> None:
     if not wanted:
         return
     first_use: dict[str, Node] = {}
-    for node in program.graph.nodes:
+    nodes: Iterable[Node] = program.graph.nodes
+    if all(_spelled_as_is(name) for name in wanted):  # only nodes whose text may name one
+        nodes = nodes_mentioning(program.graph.nodes, [f'"{name}"' for name in wanted])
+    for node in nodes:
         for name in node.input_names():
             if name in wanted and name not in first_use:
                 first_use[name] = node
@@ -419,27 +556,39 @@ def _sym_int_literal(arg: Argument) -> int | None:
     return sym.literal if sym is not None and type(sym.literal) is int else None
 
 
-def _hinted_sizes(node: Node, hints: dict[int, set[str]]) -> list[int]:
-    """The distinct literal sizes of `node` (_literal_sizes) that are keys of `hints`,
-    sorted. The rule's hot loop (a third of a big program's nodes name a size
-    argument), so _literal_sizes is inlined and the usual node costs one pass."""
+def _size_literals(node: Node) -> set[int]:
+    """The distinct literal ints of `node`'s size arguments (those
+    _literal_sizes yields). A third of a big program's nodes name a size
+    argument, so _literal_sizes is inlined and the usual node costs one pass."""
     found: set[int] = set()
     for inp in node.inputs:
         if inp.name not in _SIZE_ARG_NAMES:
             continue
         kind, value = inp.arg.kind, inp.arg.value
         if kind == "as_int":
-            if isinstance(value, int) and value in hints:
+            if isinstance(value, int):
                 found.add(value)
         elif kind == "as_ints" and isinstance(value, list):
-            found.update(v for v in value if isinstance(v, int) and v in hints)
+            found.update(v for v in value if isinstance(v, int))
         elif kind == "as_sym_ints" and isinstance(value, list):
             for v in value:
                 if isinstance(v, dict):
                     v = v.get("as_int")
-                    if isinstance(v, int) and v in hints:
+                    if isinstance(v, int):
                         found.add(v)
-    return sorted(found) if found else []
+    return found
+
+
+def _hinted_nodes(nodes: Sequence[Node], hints: dict[int, set[str]]
+                  ) -> list[tuple[Node, list[int]]]:
+    """(node, its distinct literal sizes that are keys of `hints`, sorted) for each
+    node of `nodes` that has one, in node order."""
+    column = _column(nodes, "arguments", _Arguments).sizes
+    found: dict[int, list[int]] = defaultdict(list)
+    for value in sorted(hints):
+        for i in column.get(value, ()):
+            found[i].append(value)
+    return [(nodes[i], found[i]) for i in sorted(found)]
 
 
 def _literal_example_sizes(ctx: _Context) -> None:
@@ -455,10 +604,7 @@ def _literal_example_sizes(ctx: _Context) -> None:
         return
     for graph in ctx.program.graphs():
         tv = graph.tensor_values
-        for node in _mentioning(graph.nodes, _SIZE_ARG_WORDS):
-            values = _hinted_sizes(node, by_value)
-            if not values:
-                continue
+        for node, values in _hinted_nodes(graph.nodes, by_value):
             mentioned = _symbols_of(node, tv)
             hits = [(v, sorted(by_value[v])) for v in values if not by_value[v] & mentioned]
             if not hits:
@@ -522,25 +668,36 @@ def _portability(ctx: _Context) -> None:
                 fix=f"import {package} before torch.export.load, or return plain "
                     "tuples/dicts from forward before exporting")
     first: dict[str, tuple[Node, int]] = {}
-    namespaces: dict[str, str | None] = {}  # a program has few distinct targets
     for graph in program.graphs():
-        targets = getattr(graph.nodes, "targets", None)  # without making the nodes
-        for i, target in enumerate(targets() if targets else (n.target for n in graph.nodes)):
-            ns = namespaces.get(target, "")
-            if ns == "":
-                ns = namespaces[target] = _custom_namespace(target)
-            if ns is None:
-                continue
+        for ns, (i, count) in _column(graph.nodes, "namespaces", _namespace_column).items():
             if ns in first:
-                first[ns] = (first[ns][0], first[ns][1] + 1)
+                first[ns] = (first[ns][0], first[ns][1] + count)
             else:
-                first[ns] = (graph.nodes[i], 1)
+                first[ns] = (graph.nodes[i], count)
     for ns, (node, count) in sorted(first.items()):
         ctx.add(PORTABILITY, WARNING,
                 f"{count} node(s) call ops outside torch ({ns}, e.g. {node.target}): the library "
                 "that registers them must be loaded before torch.export.load",
                 node=node, group=ns,
                 fix=f"import the package that defines {ns} ops (or torch.ops.load_library)")
+
+
+def _namespace_column(nodes: Sequence[Node]) -> dict[str, tuple[int, int]]:
+    """{op namespace outside torch: (index of its first node, its node count)}."""
+    targets_of = getattr(nodes, "targets", None)  # without making the nodes
+    targets = targets_of() if targets_of else [n.target for n in nodes]
+    out: dict[str, tuple[int, int]] = {}
+    # a program has few distinct targets; in order of first use, so the first
+    # target of a namespace holds its first node
+    for target, count in Counter(targets).items():
+        ns = _custom_namespace(target)
+        if ns is None:
+            continue
+        if ns in out:
+            out[ns] = (out[ns][0], out[ns][1] + count)
+        else:
+            out[ns] = (targets.index(target), count)
+    return out
 
 
 def _custom_namespace(target: str) -> str | None:

@@ -9,8 +9,9 @@ on the rules, and no import cycle forms.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from inspector.core.errors import InspectorError
 
@@ -39,8 +40,11 @@ class AuditError(InspectorError):
     """Bad audit options (an unknown rule or severity)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
+# A msgspec Struct rather than a frozen dataclass: a big program has tens of
+# thousands of findings (31,000 device literals on the 400k-node benchmark
+# program), and a Struct is made ~3x faster; gc=False because it holds no
+# containers, so the cyclic collector never scans them.
+class Finding(msgspec.Struct, frozen=True, gc=False):
     rule: str
     severity: str
     program: str | None  # None: about the archive, not one program

@@ -2,10 +2,14 @@
 
 The window searches as the user types, on listings of 100,000+ nodes, so
 everything a query needs is computed once per listing (SearchIndex): the
-lowercased text of every line, and per field a map from distinct keys (op
-names, devices, module paths, files, ...) to the listing lines of the nodes that
-carry them. A field term then scans only the distinct keys (hundreds, not
-100,000 nodes), and free text is one pass of `in`/`re.search` over the lines.
+lowercased text of every line (one buffer, scanned by core/line_scan.py), and
+per field a map from distinct keys (op names, devices, module paths, files, ...)
+to the listing lines of the nodes that carry them. A field term then scans only
+the distinct keys (hundreds, not 100,000 nodes), and free text is a few numpy
+passes over the buffer. A regular expression with a literal it cannot match
+without (`arange_` in `arange_\\d+`) finds the lines holding that literal the
+same way and runs only on those lines; only a pattern without one runs over all
+the text.
 
 Query language (terms are AND-ed; whatever is not a field term is free text,
 matched against the line as the user typed it):
@@ -30,8 +34,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from inspector.core.frames import parse_line_number, parse_module_stack, parse_stack_trace
+from inspector.core.line_scan import Groups, LineText
 from inspector.core.listing import STATEMENT, Listing
 from inspector.core.program import Node
+
+try:  # re's own parser, to read a pattern's literals (3.11 renamed it)
+    from re import _parser as _re_parser  # type: ignore[attr-defined]
+except ImportError:  # Python 3.10
+    import sre_parse as _re_parser  # type: ignore[no-redef]
 
 FIELDS = ("op", "target", "name", "device", "module", "file")
 _FIELD_TERM = re.compile(r"(?<!\S)(" + "|".join(FIELDS) + r"):(\S+)")
@@ -109,13 +119,18 @@ class SearchIndex:
         self.keys: dict[str, dict[str, list[int]]] = {f: {} for f in FIELDS}
         self.file_lines: dict[tuple[str, int], list[int]] = {}
         self._lower_keys: dict[str, list[tuple[str, str]]] = {}
-        # op/target/name keys joined, for a C-speed substring scan (name has a key
-        # per node: 100,000 Python-level tests took 170 ms)
-        self._key_text: dict[str, tuple[str, list[int]]] = {}
-        self._text: dict[bool, str] = {}  # case_sensitive -> all lines joined by \n
-        self._starts: list[int] = []  # offset of each line in the joined text
+        # op/target/name keys joined, for a vectorised substring scan (name has a
+        # key per node: 100,000 Python-level tests took 170 ms)
+        self._key_text: dict[str, LineText] = {}
+        self._key_lines: dict[str, Groups] = {}  # the same keys' lines, in that order
+        # case_sensitive -> the lines (lowercased unless case-sensitive) as one buffer
+        self._scan: dict[bool, LineText] = {}
+        # only for a regex without a literal: all lines joined by \n, and offsets
+        self._text: dict[bool, str] = {}
+        self._starts: list[int] = []
+        self._ascii = True
         self._build()
-        self._joined(False)
+        self._scanner(False)
 
     def _build(self) -> None:
         keys = self.keys
@@ -179,12 +194,22 @@ class SearchIndex:
         for f, table in keys.items():
             self._lower_keys[f] = [(k.lower(), k) for k in table]
             if f in _SUBSTRING_FIELDS:
-                low = [lk for lk, _ in self._lower_keys[f]]
-                self._key_text[f] = ("\n".join(low), _offsets(low))
+                self._key_text[f] = LineText([lk for lk, _ in self._lower_keys[f]], dedupe=False)
+                self._key_lines[f] = Groups.of_lists([table[k] for _, k in self._lower_keys[f]])
+
+    def _scanner(self, case_sensitive: bool) -> LineText:
+        """The lines as one buffer; lowercased line by line unless case-sensitive,
+        so a hit there is a hit of `needle.lower() in line.lower()`."""
+        scan = self._scan.get(case_sensitive)
+        if scan is None:
+            scan = self._scan[case_sensitive] = LineText(self.lines, lower=not case_sensitive)
+            self._ascii = scan.ascii
+        return scan
 
     def _joined(self, case_sensitive: bool) -> str:
-        """All lines in one string: a C-speed scan finds matches, and a bisect
-        over line offsets names their lines (10x faster than a per-line loop)."""
+        """All lines in one string, for a regex with no literal to look for: a
+        C-speed scan finds matches, and a bisect over line offsets names their
+        lines (10x faster than a per-line loop)."""
         text = self._text.get(case_sensitive)
         if text is None:
             text = "\n".join(self.lines)
@@ -222,10 +247,7 @@ class SearchIndex:
                 return self.source_lines(m.group(1), parse_line_number(m.group(2)))
         table = self.keys[fname]
         if fname in self._key_text and not regex:
-            text, starts = self._key_text[fname]
-            pairs = self._lower_keys[fname]
-            hits = [pairs[i][1] for i in _find_lines(text, starts, value.lower())]
-            return _union(table[k] for k in hits)
+            return self._key_lines[fname].union(self._key_text[fname].find_lines(value.lower()))
         match = _key_matcher(fname, value, regex)
         hits = [k for low, k in self._lower_keys[fname] if match(low)]
         if fname == "module" and not regex and not hits:
@@ -253,34 +275,58 @@ class SearchIndex:
                 return [i for i in candidates if query.text in lines[i]]
             needle = query.text.lower()
             return [i for i in candidates if needle in lines[i].lower()]
-        if pattern is not None and _may_span_lines(query.text):
-            return [i for i, s in enumerate(lines) if pattern.search(s)]
-        if pattern is not None and not query.case_sensitive:
+        if pattern is None:
+            needle = query.text if query.case_sensitive else query.text.lower()
+            return self._scanner(query.case_sensitive).find_lines(needle)
+        if _may_span_lines(query.text):  # as given, line by line
+            found = self._literal_lines(pattern, False)
+            return found if found is not None else [i for i, s in enumerate(lines) if pattern.search(s)]
+        self._scanner(False)  # knows whether the text is ASCII
+        lowered = not query.case_sensitive and self._ascii and _lowercase_safe(query.text)
+        if lowered:
             # IGNORECASE disables re's literal-prefix scan (1.2 s instead of 0.1 s
             # on 200k lines); a pattern without capitals matches the lowercased
-            # text case-sensitively with the same result.
-            if not any(c.isupper() for c in query.text):
-                pattern = re.compile(query.text, re.MULTILINE)
-                text = self._joined(False)
-            else:
-                text = self._joined(True)
-        else:
-            text = self._joined(query.case_sensitive)
+            # text case-sensitively with the same result (ASCII text only:
+            # ignoring case, "s" also matches "ſ", which lowercases to itself).
+            pattern = re.compile(query.text, re.MULTILINE)
+        found = self._literal_lines(pattern, lowered)
+        if found is not None:
+            return found
+        text = self._joined(False if lowered else True)
         starts = self._starts
         n = len(starts)
         out: list[int] = []
-        if pattern is not None:
-            search = pattern.search
-            m = search(text, 0)
-            while m is not None:
-                i = bisect_right(starts, m.start()) - 1
-                out.append(i)
-                if i + 1 >= n:
-                    break
-                m = search(text, starts[i + 1])
-            return out
-        needle = query.text if query.case_sensitive else query.text.lower()
-        return _find_lines(text, starts, needle)
+        search = pattern.search
+        m = search(text, 0)
+        while m is not None:
+            i = bisect_right(starts, m.start()) - 1
+            out.append(i)
+            if i + 1 >= n:
+                break
+            m = search(text, starts[i + 1])
+        return out
+
+    def _literal_lines(self, pattern: re.Pattern[str], lowered: bool) -> list[int] | None:
+        """The lines `pattern` matches (on the lowercased line if `lowered`), found
+        by the literal every match contains: the lines holding it, then the
+        pattern on each of those alone. None when the pattern has no such literal
+        (or, ignoring case, when case folding could match it outside ASCII)."""
+        literal = _required_literal(pattern)
+        if not literal:
+            return None
+        if pattern.flags & re.IGNORECASE:
+            # ASCII text, ASCII literal: a case-insensitive match of the literal
+            # is exactly the lowercased literal in the lowercased line
+            scan = self._scanner(False)
+            if not (self._ascii and literal.isascii()):
+                return None
+            literal = literal.lower()
+        else:  # the literal itself, in the text the pattern runs on
+            scan = self._scanner(not lowered)
+        search, text = pattern.search, scan.distinct  # each distinct line tried once
+        if lowered:
+            return scan.expand([d for d in scan.find_distinct(literal) if search(text[d].lower())])
+        return scan.expand([d for d in scan.find_distinct(literal) if search(text[d])])
 
 
 # --- helpers ------------------------------------------------------------------
@@ -304,24 +350,6 @@ def _offsets(lines: list[str]) -> list[int]:
     return starts
 
 
-def _find_lines(text: str, starts: list[int], needle: str) -> list[int]:
-    """Indices of the lines (of `text`, joined by \\n, starting at `starts`)
-    that contain `needle`: one str.find per matching line, none per other line."""
-    if not needle or "\n" in needle:
-        return []
-    out: list[int] = []
-    n = len(starts)
-    find = text.find
-    pos = find(needle)
-    while pos >= 0:
-        i = bisect_right(starts, pos) - 1
-        out.append(i)
-        if i + 1 >= n:
-            break
-        pos = find(needle, starts[i + 1])
-    return out
-
-
 def _extend(table: dict, key, lines: list[int]) -> None:
     lst = table.get(key)
     if lst is None:
@@ -334,6 +362,73 @@ def _may_span_lines(pattern: str) -> bool:
     """Patterns that could match a newline in the joined text (\\s, [^x], \\n,
     dot-all) run line by line instead, so a match never spans two lines."""
     return any(t in pattern for t in ("\\s", "[^", "\\n", "\\W", "\\D", "\\S", "(?s", "\\x0a"))
+
+
+def _required_literal(pattern: re.Pattern[str]) -> str:
+    """The longest run of characters every match of `pattern` contains ("arange_"
+    in arange_\\d+, "b" in a?b, none in a|b): the pattern's top-level sequence, as
+    re's own parser reads it (escapes, verbose mode, inline flags), through plain
+    groups. "" when there is none or the parser is not the one expected."""
+    try:
+        tree = _re_parser.parse(pattern.pattern, pattern.flags)
+        literal, subpattern = _re_parser.LITERAL, _re_parser.SUBPATTERN
+    except Exception:  # private module: any change in it only costs speed
+        return ""
+    best: list[str] = []
+    run: list[str] = []
+
+    def walk(items) -> None:
+        nonlocal best, run
+        for op, av in items:
+            if op is literal:
+                run.append(chr(av))
+                continue
+            if op is subpattern and not av[1] and not av[2]:  # (...) without flags
+                walk(av[3])
+                continue
+            if len(run) > len(best):
+                best = run
+            run = []
+
+    try:
+        walk(tree)
+    except Exception:
+        return ""
+    return "".join(max(best, run, key=len))
+
+
+def _lowercase_safe(pattern: str) -> bool:
+    """Whether `pattern`, case-sensitive on lowercased ASCII text, matches where
+    it matches the text itself ignoring case: no capital or non-ASCII character
+    in it (escapes and ranges included: [@-Z], \\x41) and no (?-i:...)."""
+    if any(c.isupper() for c in pattern) or not pattern.isascii():
+        return False
+    try:
+        tree = _re_parser.parse(pattern, 0)
+        ops = type(_re_parser.LITERAL)
+        names = {_re_parser.LITERAL, _re_parser.NOT_LITERAL}
+        range_op, subpattern = _re_parser.RANGE, _re_parser.SUBPATTERN
+    except Exception:  # invalid (compiled elsewhere) or a changed private module
+        return False
+
+    def safe(item) -> bool:
+        if isinstance(item, (int, str)) or item is None:
+            return True
+        if isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], ops):
+            op, av = item
+            if op in names:
+                return not (65 <= av <= 90 or av > 127)
+            if op is range_op:
+                return av[1] < 65 or 90 < av[0] and av[1] <= 127
+            if op is subpattern and av[2] & re.IGNORECASE:
+                return False
+            return safe(av)
+        return all(safe(x) for x in item)
+
+    try:
+        return safe(tree)
+    except Exception:
+        return False
 
 
 def _device_literals(node: Node) -> list[str]:

@@ -58,7 +58,18 @@ def _ranges(codes: frozenset[int]) -> str:
                    for r in out)
 
 
-_MARKED_RE = re.compile(f"[{_ranges(MARKED)}]")
+_marked_re: re.Pattern[str] | None = None
+
+
+def _marked() -> re.Pattern[str]:
+    """The class of MARKED characters, compiled on first use: compiling it takes
+    ~0.4 ms, which every command would pay at import (issue 17: `list` imports
+    this module for its escape tables, and never needs the pattern)."""
+    global _marked_re
+    if _marked_re is None:
+        _marked_re = re.compile(f"[{_ranges(MARKED)}]")
+    return _marked_re
+
 _PLAIN_ASCII = bytes(range(0x20, 0x7F)) + b"\t\n"  # ASCII that is never marked
 
 
@@ -70,6 +81,7 @@ def mark_lines(lines: list[str]) -> list[str]:
     joined = "\n".join(lines)
     if joined.isascii() and not joined.encode("ascii").translate(None, _PLAIN_ASCII):
         return lines
-    if not _MARKED_RE.search(joined):
+    search = _marked().search
+    if not search(joined):
         return lines
-    return [mark_invisible(line) if _MARKED_RE.search(line) else line for line in lines]
+    return [mark_invisible(line) if search(line) else line for line in lines]

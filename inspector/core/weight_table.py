@@ -10,12 +10,12 @@ stops them within one block of work.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from inspector.core.archive import Archive
-from inspector.core.program import Program
+from inspector.core.program import Program, nodes_mentioning
 from inspector.core.weight_stats import (
     Histogram,
     StatsCancelled,
@@ -30,14 +30,15 @@ CANCELLED_NOTE = "not computed (cancelled)"
 
 class PlaceholderUsers:
     """The nodes reading each placeholder of a program's top graph, found on the first
-    ask: finding them makes every node of the graph (~1 s at 100k nodes), which the
-    window's weights table must not pay before the listing paints; only a selected
-    weight's "used by" list needs them."""
+    ask, from only the nodes whose argument text names a placeholder (making every
+    node took ~1 s at 100k nodes, on the GUI thread when a weight was first selected
+    before the listing's stream had made them)."""
 
-    __slots__ = ("_program", "_map", "_lock")
+    __slots__ = ("_program", "_placeholders", "_map", "_lock")
 
-    def __init__(self, program: Program) -> None:
+    def __init__(self, program: Program, placeholders: Iterable[str]) -> None:
         self._program = program
+        self._placeholders = frozenset(placeholders)
         self._map: dict[str, list[str]] | None = None
         self._lock = threading.Lock()  # a stats task and the GUI thread may both ask
 
@@ -45,9 +46,12 @@ class PlaceholderUsers:
         with self._lock:
             if self._map is None:
                 users: dict[str, list[str]] = {}
-                for node in self._program.graph.nodes:  # placeholders: top graph inputs
+                wanted = self._placeholders
+                # placeholders are the top graph's inputs: only its nodes read them
+                for node in nodes_mentioning(self._program.graph.nodes, wanted):
                     for name in dict.fromkeys(node.input_names()):
-                        users.setdefault(name, []).append(node.name)
+                        if name in wanted:
+                            users.setdefault(name, []).append(node.name)
                 self._map = users
             return self._map.get(placeholder, [])
 
@@ -76,7 +80,7 @@ def weight_entries(archive: Archive, program_name: str, program: Program) -> lis
     """Every weight of a program (the configs' order) with its placeholder; the users
     of each placeholder are found when first asked (PlaceholderUsers)."""
     placeholder = {s.target: s.name for s in program.input_specs if s.target}
-    readers = PlaceholderUsers(program)
+    readers = PlaceholderUsers(program, placeholder.values())
     return [WeightEntry(info, placeholder.get(info.name), readers)
             for info in list_weights(archive, program_name, program)]
 

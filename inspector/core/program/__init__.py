@@ -33,6 +33,7 @@ from inspector.core.program.model import (
     SymScalar,
     TensorMeta,
     decode_device,
+    nodes_mentioning,
     sym_scalar,
     sym_size,
     value_names,

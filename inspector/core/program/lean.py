@@ -32,10 +32,10 @@ import re
 import threading
 from array import array
 from bisect import bisect_right
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate
 from operator import attrgetter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 import orjson
@@ -420,14 +420,18 @@ def _symbol_texts(graph: Graph, texts: set[str]) -> set[str]:
     return texts
 
 
+_T = TypeVar("_T")
+
+
 class LazyNodes(Sequence[Node]):
     """A graph's nodes, each made from its columns on first access (then kept)."""
 
-    __slots__ = ("_cols", "_made", "_graph", "_where", "_interned", "_hits", "_lock")
+    __slots__ = ("_cols", "_made", "_graph", "_where", "_interned", "_hits", "_lock", "_memo")
 
     def __init__(self, columns: _NodeColumns, graph: Graph, where: str,
                  interned: _Interned) -> None:
         self._hits: dict[bytes, list[int]] = {}
+        self._memo: dict[str, Any] = {}
         # The window's tasks and the audit read one program from several
         # threads: a node is made once, or the listing's node -> line map
         # (by identity) would miss the copy another thread made.
@@ -484,6 +488,15 @@ class LazyNodes(Sequence[Node]):
     def targets(self) -> list[str]:
         """Each node's target, without making the nodes."""
         return list(self._cols.targets)
+
+    def memo(self, key: str, make: Callable[[LazyNodes], _T]) -> _T:
+        """`make(self)`, made once per key: what a reader derives from every node
+        whatever it asks next (the audit's columns: core/audit.py). Kept here, so
+        it lives as long as the nodes and no longer."""
+        value = self._memo.get(key)
+        if value is None:  # two threads may both make it: the first kept wins
+            value = self._memo.setdefault(key, make(self))
+        return value
 
     def made_count(self) -> int:
         """How many nodes have been made so far (tests, benchmarks)."""

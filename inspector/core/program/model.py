@@ -18,7 +18,7 @@ sym, device, items, ...) and ArgKind are the one place that form is decoded.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from msgspec import Struct, field
@@ -491,6 +491,15 @@ class Program(Struct, eq=False):
 
     def user_outputs(self) -> list[OutputSpec]:
         return [s for s in self.output_specs if s.kind == "user_output"]
+
+
+def nodes_mentioning(nodes: Sequence[Node], words: Iterable[str]) -> Iterable[Node]:
+    """The nodes that may hold one of `words` in their arguments, in graph order: where
+    the program keeps its nodes' text (program/lean.py), a superset found without
+    making the others (a rule, or a weight's readers, looks at a few of 400,000);
+    otherwise all of them."""
+    pick = getattr(nodes, "mentioning", None)
+    return pick(words) if pick is not None else nodes
 
 
 def value_names(kind: str, value: Any) -> Iterator[str]:
