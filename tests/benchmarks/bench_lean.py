@@ -44,6 +44,9 @@ joined with their starts, metadata by distinct text; the stored program entry
 read in one pread, CRC checked after; the stream started once the listing has
 painted, lexing after a 150 ms pause), measured 2026-12-01 (load ~2-4):
   paint 0.83 s CPU, 1.75 s wall (0.88x a bare loads of 0.94 s), peak 419 MB;
+  again after merging main: 0.99 s (1.06x a loads of 0.93 s), 423 MB; child
+  runs alternated with loads: 0.83-0.96 s vs 0.88-1.07 s (0.81-1.02x), wall
+  within a few % of CPU (was 1.4-2x: the stream and lexing held the GIL);
   main's code side by side in the same minutes: 1.32-2.21 s (1.4-2.2x), 434 MB;
   open 100k 3.66 s / 405 MB, 400k 16.1 s / 1449 MB: 4.38x; search worst 88 ms
   and audit 520 ms at 400k (audit belongs to another change).
