@@ -326,6 +326,10 @@ class Archive(Struct, dict=True, weakref=True):
             raise ArchiveError(f"program {name!r} is not a JSON object")
         return doc
 
+    def program_text(self, name: str) -> bytes | bytearray:
+        """A program's JSON text, unparsed (up to MAX_PROGRAM_BYTES)."""
+        return self.read_buffer(self.program_path(name), MAX_PROGRAM_BYTES)
+
     def program(self, name: str) -> Program:
         """The parsed program (cached: the listing, search and audit share it).
         Thread-safe: a second caller waits for the first one's parse."""
@@ -353,7 +357,7 @@ class Archive(Struct, dict=True, weakref=True):
         from inspector.core.program.lean import LeanUnsupported, parse_program_lean
 
         held = sum(self._program_values.get(n, 0) for n in self._programs if n != name)
-        data = self.read_buffer(self.program_path(name), MAX_PROGRAM_BYTES)
+        data = self.program_text(name)
         try:
             program, values = parse_program_lean(data, name, held)
         except LeanUnsupported:

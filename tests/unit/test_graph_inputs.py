@@ -18,6 +18,7 @@ from archive_factory import ArchiveFactory
 from inspector.core.archive import open_archive
 from inspector.core.inputs import (
     DEFAULT_SIZE,
+    InputPlan,
     InputSpecError,
     parse_dims,
     parse_shapes,
@@ -222,3 +223,32 @@ def test_planning_reads_only_json(models, tmp_path):
         name = next(n for n in z.namelist() if n.endswith("models/model.json"))
         doc = json.loads(z.read(name))
     assert plan_inputs(doc, "model") == plan_inputs(_doc(path), "model")
+
+
+def test_the_window_s_plan_without_the_nodes_is_the_full_parse_s(tmp_path_factory):
+    """plan_document (the Profile panel: the JSON without its nodes) plans what the
+    whole JSON plans, on every program of the fidelity corpus and of the archives
+    of other torch releases (where it declines a text, the panel reads it whole)."""
+    from fidelity_cases import session_corpus
+
+    from inspector.core.inputs import plan_document
+
+    archives, _ = session_corpus(tmp_path_factory)
+    paths = [a.path for a in archives] + sorted(Path(__file__).parents[1].glob("data/*/*.pt2"))
+    planned = declined = 0
+    for path in paths:
+        with open_archive(path) as ar:
+            for name in ar.program_names:
+                slim = plan_document(ar.program_text(name))
+                if slim is None:
+                    declined += 1
+                    continue
+                outcomes = []
+                for doc in (ar.program_json(name), slim):
+                    try:
+                        outcomes.append(plan_inputs(doc, name))
+                    except InputSpecError as exc:
+                        outcomes.append(str(exc))
+                assert outcomes[1] == outcomes[0], (path.name, name)
+                planned += isinstance(outcomes[0], InputPlan)
+    assert planned > 50 and declined < planned / 10

@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
 
 from inspector.core.annotations import AnnotationLayer
 from inspector.core.errors import InspectorError
-from inspector.core.inputs import InputPlan, parse_dims, parse_shapes, plan_programs
+from inspector.core.inputs import InputPlan, parse_dims, parse_shapes, plan_document, plan_programs
 from inspector.core.run_layers import (
     CHECK_SOURCE,
     PROFILE_SOURCE,
@@ -516,7 +516,10 @@ class ProfilePanel(QWidget):
 def plan_inputs_of(archive, names: list[str], dims: tuple[str, ...],
                    inputs: tuple[str, ...]) -> dict[str, InputPlan]:
     """The inputs `check`/`profile` would make (off the GUI thread: reads program JSON)."""
-    docs = {name: archive.program_json(name) for name in names}
+    docs = {}
+    for name in names:
+        archive.program(name)  # the vetted parse first (cached): its limits hold for the text
+        docs[name] = plan_document(archive.program_text(name)) or archive.program_json(name)
     return plan_programs(docs, parse_dims(list(dims)), parse_shapes(list(inputs)))
 
 
