@@ -514,7 +514,7 @@ def _call_text(node: Node, target: str, hop: bool, names: dict[str, str] | None 
         if by_schema is not None:
             return by_schema
     for inp in node.inputs:
-        text = _arg_text(inp.arg, names)
+        text = arg_text(inp.arg, names)
         if hop:
             positional = inp.kind == POSITIONAL or inp.name == ""
         else:
@@ -548,19 +548,19 @@ def _schema_call(node: Node, target: str, names: dict[str, str] | None) -> str |
         inp = actual.get(sarg.name)
         if inp is not None:
             if inp.kind == POSITIONAL:
-                args.append(_arg_text(inp.arg, names))
+                args.append(arg_text(inp.arg, names))
                 continue
             if inp.kind == KEYWORD and not keyword.iskeyword(sarg.name):
-                kwargs[sarg.name] = _arg_text(inp.arg, names)
+                kwargs[sarg.name] = arg_text(inp.arg, names)
                 continue
         if sarg.positional or keyword.iskeyword(sarg.name):
             if inp is None:
                 return None  # torch raises KeyError here
             if not sarg.positional:
                 kwargs = {}  # what torch does (its kwargs are dropped, not moved)
-            args.append(_arg_text(inp.arg, names))
+            args.append(arg_text(inp.arg, names))
         elif inp is not None:
-            kwargs[sarg.name] = _arg_text(inp.arg, names)
+            kwargs[sarg.name] = arg_text(inp.arg, names)
     parts = args + [f"{k} = {v}" for k, v in kwargs.items()]
     return f"{target}({', '.join(parts)})"
 
@@ -641,12 +641,12 @@ def _float_text(value: Any) -> str:
     return repr(value)
 
 
-def _arg_text(arg: Argument, names: dict[str, str] | None = None) -> str:
+def arg_text(arg: Argument, names: dict[str, str] | None = None) -> str:
     """An argument as FX prints it; `names`: values FX prints under another
     name (name in the file -> printed name)."""
     kind = arg.kind
     if names and kind != K.STRING_TO_ARGUMENT:  # that one recurses with `names`
-        return _renamed(_arg_text(arg), arg, names)
+        return _renamed(arg_text(arg), arg, names)
     if kind == _TENSOR:  # most arguments: kept short for 100k-node programs
         name = arg.name()
         return repr(arg.value) if name is None else name
@@ -749,7 +749,7 @@ def _string_map_text(arg: Argument, names: dict[str, str] | None) -> str:
     members = arg.mapping()
     if members is None:
         return repr(arg.value)
-    return "{" + ", ".join(f"{k!r}: {_arg_text(v, names)}" for k, v in members.items()) + "}"
+    return "{" + ", ".join(f"{k!r}: {arg_text(v, names)}" for k, v in members.items()) + "}"
 
 
 def _enum_text(table: dict[int, str], missing: str) -> Any:
@@ -815,7 +815,7 @@ def _renamed(text: str, arg: Argument, names: dict[str, str]) -> str:
 
 
 def _output_text(graph: Graph, names: dict[str, str] | None = None) -> str:
-    items = [_arg_text(o, names) for o in graph.outputs]
+    items = [arg_text(o, names) for o in graph.outputs]
     if graph.is_single_tensor_return and len(items) == 1:
         return items[0]
     if len(items) == 1:

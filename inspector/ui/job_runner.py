@@ -106,6 +106,10 @@ class JobRunner(QObject):
         self._dying: list[_Task] = []  # cancelled children not yet reaped
 
     # -- state --
+    def reaping(self) -> bool:
+        """Whether cancelled children are still being ended and read out."""
+        return bool(self._dying)
+
     def is_running(self) -> bool:
         return self._task is not None
 

@@ -332,7 +332,7 @@ def test_closing_a_tab_mid_comparison_waits_for_its_worker(qtbot, window, toy_ar
                                                            retargeted):
     tab = window.open_compare(toy_archive, retargeted)
     assert tab.is_busy()
-    worker = tab._task
+    worker = tab.comparison_task
     window.close_tab(window.tabs.indexOf(tab))
     # closing returned only after the worker's function did (its thread then goes
     # back to the pool a moment later)

@@ -46,7 +46,7 @@ def _open_compiled(qtbot, open_wait, path: Path):
     qtbot.waitUntil(lambda: bool(view.models) or bool(view.error), timeout=60000)
     assert not view.error
     # the first source is read and coloured in the background
-    qtbot.waitUntil(lambda: view.source_path in view._spans, timeout=60000)
+    qtbot.waitUntil(lambda: view.is_coloured(view.source_path), timeout=60000)
     return tab, view
 
 

@@ -176,7 +176,7 @@ def test_new_start_detaches_the_old_task(qtbot, runner):
     assert blocker.args[0]["who"] == "new"
     assert not wait_gone({old_pid}, timeout=60.0)  # the new start stopped it
     # Once the old task is reaped, all it wrote has been read (and dropped).
-    qtbot.waitUntil(lambda: not runner._dying, timeout=60_000)
+    qtbot.waitUntil(lambda: not runner.reaping(), timeout=60_000)
     assert [e[1]["who"] for e in rec.of("result")] == ["new"]
     assert not rec.of("error")
 

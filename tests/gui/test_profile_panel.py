@@ -258,7 +258,7 @@ def test_untrusted_archive_asks_before_running(qtbot, panel, open_wait, toy_arch
 
     answer[0] = True  # consent: the same check again, with --trust
     qtbot.mouseClick(panel.check_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: len(asked) == 2 and panel._job is not None and panel._job[2].trust,
+    qtbot.waitUntil(lambda: len(asked) == 2 and panel.running_spec() is not None and panel.running_spec().trust,
                     timeout=JOB_TIMEOUT_MS)
     panel.cancel()
     assert not panel.runner.is_running()

@@ -120,7 +120,7 @@ def test_stop_ends_the_child_and_keeps_the_samples(qtbot, panel, toy):
     kept = record.series.n
     # Gone (how fast is bench_ui_jobs.py's to measure), and nothing of it came after stop.
     assert not wait_gone({pid}, timeout=60.0)
-    qtbot.waitUntil(lambda: not panel.runner._dying, timeout=60_000)  # all it wrote is read
+    qtbot.waitUntil(lambda: not panel.runner.reaping(), timeout=60_000)  # all it wrote is read
     assert record.series.n == kept
     assert record.state == "stopped" and 1 <= kept < 64 * 1000
     assert "(stopped)" in panel.stats_rows()[-1][0]

@@ -108,6 +108,10 @@ class ProfilePanel(QWidget):
         self._restore()
         self._show_doc(self.workspace.current)
 
+    def running_spec(self) -> GraphRunSpec | None:
+        """The spec of the check or profile running now."""
+        return self._job[2] if self._job is not None else None
+
     # -- layout --
     def _build(self) -> None:
         self.archive_label = QLabel("Open an archive to check or profile it.")

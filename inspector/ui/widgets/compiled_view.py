@@ -212,6 +212,10 @@ class CompiledModelView(QWidget):
                         on_done=self._described, on_fail=self._failed)
 
     # -- models --
+    def is_coloured(self, rel: str) -> bool:
+        """Whether the source `rel`'s colours were computed (in the background)."""
+        return rel in self._spans
+
     def _described(self, models: list[PackageModel]) -> None:
         self.models = models
         self.picker.blockSignals(True)

@@ -167,9 +167,9 @@ class DetailsPane(QWidget):
         if names:
             return ", ".join(f"<a href='def:{escape(self._shown(n))}'>{_show(self._shown(n))}</a>"
                              f" {_meta(g, n)}" for n in names)
-        from inspector.core.listing import _arg_text  # the listing's own rendering
+        from inspector.core.listing import arg_text  # the listing's own rendering
 
-        return f"<code>{_show(_arg_text(arg), 4 * MAX_TEXT)}</code>"
+        return f"<code>{_show(arg_text(arg), 4 * MAX_TEXT)}</code>"
 
     def _trace(self) -> str:
         frames = self.frames

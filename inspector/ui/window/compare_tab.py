@@ -202,6 +202,11 @@ class CompareTab(QWidget):
     def is_busy(self) -> bool:
         return self.tasks.busy()
 
+    @property
+    def comparison_task(self) -> Task | None:
+        """The running comparison (None once it ended)."""
+        return self._task
+
     def cancel(self) -> None:
         """Ask the comparison to stop at its next step (it says "cancelled")."""
         if self._task is not None:
