@@ -78,6 +78,13 @@ Finding a msgspec Struct), measured 2026-12-01 (load ~4 on 2 shared CPUs):
   searches of 400,000 texts); 100k: 4 ms, the first 109 ms. Same findings as
   before, byte for byte, on both programs and the fidelity corpus
   (tests/unit/test_audit_columns.py checks the columns against every node).
+
+All four merged (main, 2026-12-01 16:30 UTC, alone on the machine, load 1.0;
+`nice python tests/benchmarks/bench_lean.py --runs 5`, two runs):
+  paint 0.79 s CPU / 421 MB, 0.80x a bare loads of 0.99 s (MISS; the run
+  before read 2.06 s, six runs of --child window after read 0.81-1.00 s);
+  400k/100k open 4.29-4.32x, 1448 MB; worst search 41 ms at 400k; audit
+  22-28 ms at 400k (the first 399-405 ms); list best 89-92 ms wall.
 """
 
 from __future__ import annotations
