@@ -17,6 +17,7 @@ str.translate tables (JSON's `\\uXXXX` keeps the decoded data identical).
 
 from __future__ import annotations
 
+import functools
 import re
 
 # Terminal control characters other than newline and tab.
@@ -58,17 +59,13 @@ def _ranges(codes: frozenset[int]) -> str:
                    for r in out)
 
 
-_marked_re: re.Pattern[str] | None = None
-
-
+@functools.cache
 def _marked() -> re.Pattern[str]:
     """The class of MARKED characters, compiled on first use: compiling it takes
     ~0.4 ms, which every command would pay at import (issue 17: `list` imports
     this module for its escape tables, and never needs the pattern)."""
-    global _marked_re
-    if _marked_re is None:
-        _marked_re = re.compile(f"[{_ranges(MARKED)}]")
-    return _marked_re
+    return re.compile(f"[{_ranges(MARKED)}]")
+
 
 _PLAIN_ASCII = bytes(range(0x20, 0x7F)) + b"\t\n"  # ASCII that is never marked
 
