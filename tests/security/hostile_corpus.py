@@ -946,6 +946,57 @@ def _(base, marker, work):
                          fill=b'{"a":1},', true_crc=True)
 
 
+def _split_at(doc: Any, place: Callable[[Any, str], None]) -> tuple[bytes, bytes]:
+    """The program's text before and after the value `place` puts a mark at."""
+    mark = "@@pt2i-hostile-mark@@"
+    place(doc, mark)
+    head, tail = orjson.dumps(doc).split(orjson.dumps(mark))
+    return head, tail
+
+
+@case("json-tiny-nodes-memory-bomb", "json", ERROR, match="nodes", heavy=True)
+def _(base, marker, work):
+    # 400 MB of `{"target":""},` (28M nodes) before the real ones: the lean scan
+    # makes a 70-byte struct for each node it reads (2 GB), unless it stops at
+    # the node limit as it reads (issue 17: msgspec checks a list's length last).
+    doc = base.json()
+    nodes = list(_walk_program(doc)["nodes"])
+    head, tail = _split_at(doc, lambda d, m: _walk_program(d).__setitem__("nodes", m))
+    return _bomb_archive(base, PROGRAM, 400, None, prefix=head + b"[",
+                         suffix=orjson.dumps(nodes)[1:] + tail, fill=b'{"target":""},',
+                         true_crc=True)
+
+
+@case("json-node-name-memory-bomb", "json", ERROR, match="limit", heavy=True)
+def _(base, marker, work):
+    # A node's name holding 64 MB of `{"a":1},`: had the lean scan decoded names
+    # of any type, ~2 GB of dicts; it takes short strings only, and the full
+    # parse counts the values before it makes any.
+    doc = base.json()
+    head, tail = _split_at(doc, lambda d, m: _walk_program(d)["nodes"][0].__setitem__("name", m))
+    return _bomb_archive(base, PROGRAM, 64, None, prefix=head + b"[", suffix=b"{}]" + tail,
+                         fill=b'{"a":1},', true_crc=True)
+
+
+@case("json-tiny-tensor-records-memory-bomb", "json", ERROR, match="tensor records", heavy=True)
+def _(base, marker, work):
+    # 16M distinct tensor records of 13 bytes (`"r0001f3a":{},`, 210 MB): ~130
+    # bytes each for a decoder that makes every key and span before counting
+    # them (2 GB); the lean scan counts records first where they could cost
+    # that much, and stops past the limit. (Records that are not objects are
+    # for the full parse, which counts every value first.)
+    doc = base.json()
+    head, tail = _split_at(doc, lambda d, m: _walk_program(d).__setitem__("tensor_values", m))
+    n, step = 16_000_000, 1 << 16
+    body = bytearray(head + b"{")
+    for start in range(0, n, step):
+        body += b",".join(b'"r%07x":{}' % i for i in range(start, min(n, start + step)))
+        body += b","
+    body[-1:] = b"}" + tail
+    return base.zip(replace={PROGRAM: bytes(body)},
+                    compress=zipfile.ZIP_DEFLATED)
+
+
 @case("json-many-tensor-values", "json", ERROR, match="over the limit", heavy=True)
 def _(base, marker, work):
     doc = base.json()

@@ -35,7 +35,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import accumulate
 from operator import attrgetter
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import msgspec
 import orjson
@@ -52,16 +52,49 @@ class LeanUnsupported(Exception):
     """The text is not what the lean parse expects: parse it the full way."""
 
 
+# Node names and targets, and tensor record keys, longer than this go the full
+# way: the scan's copies of them stay bounded (see "what the model may cost").
+MAX_SHORT_TEXT = 128
+_Short = Annotated[str, msgspec.Meta(max_length=MAX_SHORT_TEXT)]
+
+
+class _Counted(threading.local):
+    """Structs the scan in this thread may still make: msgspec checks a list's
+    length only once it is built, so each struct counts itself (__post_init__)
+    and the scan stops at the limit, not after millions of them."""
+
+    left = 0
+
+
+_COUNTED = _Counted()
+
+
 class _RawNode(msgspec.Struct, array_like=False, gc=False):
     """One node's fields as spans of the text (gc=False: holds no containers
-    the cyclic collector must scan; 100k of them would slow every collection)."""
+    the cyclic collector must scan; 100k of them would slow every collection).
+    A name or a hop flag of another type is for the full parse to judge."""
 
-    target: str
-    name: Any = None
+    target: _Short
+    name: _Short | None = None
     inputs: _Raw = _NO_RAW
     outputs: _Raw = _NO_RAW
     metadata: _Raw = _NO_RAW
-    is_hop_single_tensor_return: Any = None
+    is_hop_single_tensor_return: bool | None = None
+
+    def __post_init__(self) -> None:
+        _COUNTED.left -= 1
+        if _COUNTED.left < 0:
+            raise ValueError("too many")
+
+
+class _CountedObject(msgspec.Struct, gc=False):
+    """Any JSON object, skipped and counted (the counting pass over the tensor
+    records: _records)."""
+
+    def __post_init__(self) -> None:
+        _COUNTED.left -= 1
+        if _COUNTED.left < 0:
+            raise ValueError("too many")
 
 
 class _RawGraph(msgspec.Struct, gc=False):
@@ -70,7 +103,7 @@ class _RawGraph(msgspec.Struct, gc=False):
     are skipped."""
 
     nodes: list[_RawNode] | None = None
-    tensor_values: dict[str, _Raw] | None = None
+    tensor_values: _Raw = _NO_RAW  # decoded after the scan, once counted (_records)
     inputs: _Raw = _NO_RAW
     outputs: _Raw = _NO_RAW
     sym_int_values: _Raw = _NO_RAW
@@ -102,10 +135,19 @@ class _RawTop(msgspec.Struct, gc=False, forbid_unknown_fields=True):
     dialect: _Raw = _NO_RAW
 
 
+class _LooseTop(msgspec.Struct, gc=False):
+    """The graph module's span alone: every other key is skipped, whatever it is."""
+
+    graph_module: _Raw = _NO_RAW
+
+
 _TOP_FIELDS = tuple(f for f in _RawTop.__struct_fields__ if f != "graph_module")
 _SMALL_GRAPH_FIELDS = ("inputs", "outputs", "sym_int_values", "sym_bool_values",
                        "sym_float_values", "custom_obj_values", "is_single_tensor_return")
 _OBJECT = msgspec.json.Decoder(dict[str, _Raw])
+_LOOSE_TOP = msgspec.json.Decoder(_LooseTop)
+_RECORDS = msgspec.json.Decoder(dict[_Short, _Raw])
+_RECORD_COUNT = msgspec.json.Decoder(dict[_Short, _CountedObject])
 _GRAPH_MODULE = msgspec.json.Decoder(_RawGraphModule)
 _TOP = msgspec.json.Decoder(_RawTop)
 
@@ -129,6 +171,14 @@ def _loads(raw: _Raw | bytes | None) -> Any:
 
 
 # --- what the model may cost ------------------------------------------------------
+# The scan makes objects only down to each node's fields and each tensor record:
+# per node a struct and its spans (~230 bytes, its name and target at most
+# MAX_SHORT_TEXT characters each: ~590 at most), and it stops past MAX_NODES
+# (_Counted), so a text of millions of `{"target":""}` (13 bytes: 70 bytes of
+# struct each) costs no more than 400,000 genuine nodes. Tensor records cost
+# ~130 bytes from as little as 6 bytes of text (`"k":0,`): they are counted
+# first where that could pass the budget (_records). Nothing else in the text is
+# decoded by the scan (values it does not type are skipped, or kept as spans).
 # The text is held only while it is scanned: nodes and tensor records are then
 # copied out as compact bytes (metadata and records once per distinct text), and
 # the text is dropped. What stays decoded grows with the JSON values the model
@@ -150,6 +200,13 @@ MAX_SCAN_BYTES = 1_400 * 1024 * 1024
 # than any program has; records cost little here (one copy per distinct text),
 # but each is a key the listing, search and audit may look up.
 MAX_TENSOR_RECORDS = 2 * full.MAX_NODES
+# What the scan's objects cost at most: per node (struct, list slot, three spans,
+# name and target strings) and per byte of the tensor records' text.
+_NODE_SCAN_COST = 64 + 8 + 3 * 48 + 2 * (49 + MAX_SHORT_TEXT)
+_RECORD_COST_PER_BYTE = 24
+# Text beside the graph module when the top level holds keys torch does not
+# write: decoded as a mapping (up to ~24x its size), else for the full parse.
+MAX_UNKNOWN_TOP_BYTES = 16 * 1024 * 1024
 
 
 def parse_program_lean(data: bytes, name: str, held: int = 0) -> tuple[Program, int]:
@@ -161,21 +218,23 @@ def parse_program_lean(data: bytes, name: str, held: int = 0) -> tuple[Program, 
     where = f"program {name!r}"
     small_top, gm = _scan(data, where)
     g = gm.graph
-    full.check_node_count(len(g.nodes or ()), where)
-    if len(g.tensor_values or ()) > MAX_TENSOR_RECORDS:
-        raise ArchiveError(f"{where} has {len(g.tensor_values or ()):,} tensor records, over the "
+    raw_nodes = g.nodes or []
+    raw_records = _records(g.tensor_values, MAX_SCAN_BYTES - len(data)
+                           - len(raw_nodes) * _NODE_SCAN_COST, where)
+    if len(raw_records) > MAX_TENSOR_RECORDS:
+        raise ArchiveError(f"{where} has {len(raw_records):,} tensor records, over the "
                            f"limit of {MAX_TENSOR_RECORDS:,} per graph")
     interned = _Interned()
     small_gm = {k: bytes(getattr(gm, k)) for k in ("signature", "module_call_graph", "metadata")
                 if len(getattr(gm, k))}
     small_graph = {k: bytes(getattr(g, k)) for k in _SMALL_GRAPH_FIELDS if len(getattr(g, k))}
     budget = _Budget(where, MAX_SCAN_BYTES - len(data))
-    columns = _NodeColumns(g.nodes or [], interned.strings)
+    columns = _NodeColumns(raw_nodes, interned.strings)
     node_values = columns.charge(budget)
-    records, record_values = _compact_records(g.tensor_values or {}, budget)
+    records, record_values = _compact_records(raw_records, budget)
     values = node_values + record_values + sum(
         _count(t) for part in (small_top, small_gm, small_graph) for t in part.values())
-    del gm, g  # the spans of the text: it is freed when the caller drops it
+    del gm, g, raw_nodes, raw_records  # the spans of the text: it is freed when the caller drops it
     if values + held > MAX_MODEL_VALUES:
         also = f" (plus {held:,} in programs already open)" if held else ""
         raise ArchiveError(f"{where} would make about {values:,} JSON values{also}, over the "
@@ -194,23 +253,56 @@ def parse_program_lean(data: bytes, name: str, held: int = 0) -> tuple[Program, 
 def _scan(data: bytes, where: str) -> tuple[dict[str, bytes], _RawGraphModule]:
     """(the top level's small parts as text, the graph module as spans): one
     scan of the text when its top level holds only torch's keys (a 200 MB
-    program: ~0.2 s a scan), two otherwise, which judge what one refused."""
+    program: ~0.2 s a scan), more otherwise. Makes at most MAX_NODES node
+    structs (past them: ArchiveError)."""
+    nodes = (full.MAX_NODES, f"{where} has more than {full.MAX_NODES:,} nodes, over the limit "
+                             f"of {full.MAX_NODES:,} nodes per program")
     try:
-        top = _TOP.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        top = _counted(_TOP, data, *nodes)
+    except LeanUnsupported:
         pass
     else:
         return {k: bytes(getattr(top, k)) for k in _TOP_FIELDS if len(getattr(top, k))}, \
             top.graph_module
-    parts = _object(data, where)
-    gm_raw = parts.get("graph_module")
-    if gm_raw is None:
+    # Another key beside torch's: its value is kept (Program.unknown_fields), so
+    # the top level is decoded as a mapping, if what lies outside the graph
+    # module is too small for its keys to cost much, however many; a bigger rest
+    # is for the full parse, which counts every value before it makes any.
+    gm_raw = _counted(_LOOSE_TOP, data, 0, "").graph_module
+    if not len(gm_raw):
         raise LeanUnsupported(where)
+    if len(data) - len(gm_raw) > MAX_UNKNOWN_TOP_BYTES:
+        raise LeanUnsupported(f"{where}: {len(data) - len(gm_raw):,} bytes beside its graph module")
+    parts = _object(data, where)
+    return {k: bytes(v) for k, v in parts.items() if k != "graph_module"}, \
+        _counted(_GRAPH_MODULE, gm_raw, *nodes)
+
+
+def _counted(decoder: msgspec.json.Decoder, text: Any, limit: int, refusal: str) -> Any:
+    """`decoder.decode(text)`, stopped as soon as it has made more than `limit`
+    counted structs (ArchiveError(refusal)); LeanUnsupported for text msgspec
+    refuses."""
+    _COUNTED.left = limit
     try:
-        gm = _GRAPH_MODULE.decode(gm_raw)
+        return decoder.decode(text)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
-        raise LeanUnsupported(f"{where}: {exc}") from None
-    return {k: bytes(v) for k, v in parts.items() if k != "graph_module"}, gm
+        if _COUNTED.left < 0:
+            raise ArchiveError(refusal) from None
+        raise LeanUnsupported(str(exc)) from None
+
+
+def _records(span: _Raw, room: int, where: str) -> dict[str, _Raw]:
+    """The tensor records' spans by value name. msgspec makes ~130 bytes per
+    record (its key, its span, the dict's slot), from as little as 6 bytes of
+    text: where that could pass `room`, the records are first counted (a
+    validating pass that keeps nothing, stopped past MAX_TENSOR_RECORDS)."""
+    if not len(span) or bytes(span) == b"null":
+        return {}
+    if len(span) * _RECORD_COST_PER_BYTE > room:
+        _counted(_RECORD_COUNT, span, MAX_TENSOR_RECORDS,
+                 f"{where} has more than {MAX_TENSOR_RECORDS:,} tensor records, over the "
+                 f"limit of {MAX_TENSOR_RECORDS:,} per graph")
+    return _counted(_RECORDS, span, 0, "")
 
 
 def _count(text: bytes) -> int:
