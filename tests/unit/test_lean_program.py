@@ -299,3 +299,117 @@ def test_argument_columns_give_each_node_its_own_text(small_archive: Path) -> No
     hits = [n.index for n in program.graph.nodes.mentioning([word])]
     assert hits and hits == [i for i, r in enumerate(raw_nodes)
                              if word.encode() in orjson.dumps(r.get("inputs"))]
+
+
+# --- the scan's own costs (issue 17: the limits re-derived for the lean model) ---------
+
+def _scan_bytes(text: bytes, decode) -> int:
+    """Bytes the Python allocator holds for what `decode(text)` returns (tracemalloc
+    sees msgspec's objects: it allocates through Python's allocator)."""
+    import gc
+    import tracemalloc
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        kept = decode(text)
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    del kept
+    return held
+
+
+@pytest.mark.parametrize("char", ["t", "é", "ā", "𝔸"], ids=["ascii", "latin1", "ucs2", "ucs4"])
+def test_the_scan_costs_no_more_per_node_than_it_charges(char: str) -> None:
+    # the costliest nodes the scan keeps: every span, and a name and a target of
+    # the longest it takes, in each of str's storage widths (lean._RawNode
+    # charges _NODE_FIXED_COST + 4 bytes a character against the budget)
+    n, chars = 20_000, lean_mod.MAX_SHORT_TEXT - 8
+    nodes = b"[" + b",".join(orjson.dumps({
+        "target": char * chars + f"{i:08d}", "name": char * chars + f"{i:08x}", "inputs": [],
+        "outputs": [], "metadata": {}}) for i in range(n)) + b"]"
+    text = b'{"graph_module":{"graph":{"nodes":' + nodes + b"}}}"
+    held = _scan_bytes(text, lambda t: lean_mod._counted(lean_mod._TOP, t, n, "too many"))
+    charged = lean_mod._NODE_FIXED_COST + 4 * 2 * lean_mod.MAX_SHORT_TEXT
+    assert held / n <= charged, f"{held / n:.0f} bytes per node, {charged} charged"
+    if char == "𝔸":  # the widest: the charge is what it costs, not a guess far off
+        assert held / n >= 0.85 * charged, f"{held / n:.0f} bytes per node, {charged} charged"
+
+
+def test_the_scan_costs_no_more_per_record_byte_than_its_budget_says() -> None:
+    # the densest tensor records: distinct short keys, the smallest values
+    n = 200_000
+    span = b"{" + b",".join(b'"%x":0' % i for i in range(n)) + b"}"
+    held = _scan_bytes(span, lean_mod._RECORDS.decode)
+    assert held / len(span) <= lean_mod._RECORD_COST_PER_BYTE, f"{held / len(span):.1f} per byte"
+
+
+def test_the_scan_stops_at_the_node_limit_as_it_reads(monkeypatch) -> None:
+    # msgspec checks a list's length once it is built: the nodes count themselves,
+    # so the scan of 100,000 tiny nodes stops after the 1,001st (peak: their
+    # structs, ~70 kB, not 100,000 of them, ~7 MB)
+    import tracemalloc
+
+    monkeypatch.setattr(lean_mod.full, "MAX_NODES", 1000)
+    text = (b'{"graph_module":{"graph":{"nodes":[' + b'{"target":""},' * 100_000
+            + b'{"target":""}]}}}')
+    tracemalloc.start()
+    try:
+        with pytest.raises(ArchiveError, match="more than 1,000 nodes"):
+            parse_program_lean(text, "model")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1_000_000, f"{peak:,} bytes at the peak"
+
+
+def test_the_scan_charges_its_nodes_against_the_budget(small_archive: Path, monkeypatch) -> None:
+    text = next(iter(_program_texts(small_archive).values()))
+    nodes = len(orjson.loads(text)["graph_module"]["graph"]["nodes"])
+    monkeypatch.setattr(lean_mod, "MAX_SCAN_BYTES", len(text) + nodes * lean_mod._NODE_FIXED_COST)
+    with pytest.raises(ArchiveError, match="what its scan keeps of it need more than the limit"):
+        parse_program_lean(text, "model")
+
+
+def test_names_of_other_types_and_long_ones_go_to_the_full_parse(small_archive: Path) -> None:
+    # the scan keeps short strings only: a name holding any JSON would be decoded
+    # whole by it; the full parse counts values first (and shows such names as
+    # absent, as before)
+    text = next(iter(_program_texts(small_archive).values()))
+    node = orjson.loads(text)["graph_module"]["graph"]["nodes"][0]
+    for name in ([{"a": 1}] * 3, "n" * (lean_mod.MAX_SHORT_TEXT + 1), 7):
+        odd = _with_first_node(text, {**node, "name": name})
+        with pytest.raises(LeanUnsupported):
+            parse_program_lean(odd, "model")
+        parse_program(orjson.loads(odd), "model")  # and the full parse reads it
+
+
+def test_many_tensor_records_are_counted_before_they_are_decoded(
+        small_archive: Path, monkeypatch) -> None:
+    text = next(iter(_program_texts(small_archive).values()))
+    records = len(orjson.loads(text)["graph_module"]["graph"]["tensor_values"])
+    monkeypatch.setattr(lean_mod, "MAX_TENSOR_RECORDS", records - 1)
+    # a small program: no count of its records could pass the budget, so they are
+    # decoded, then found too many
+    with pytest.raises(ArchiveError, match=f"has {records:,} tensor records"):
+        parse_program_lean(text, "model")
+    # where they could: counted first, and refused as the count passes the limit
+    monkeypatch.setattr(lean_mod, "_RECORD_COST_PER_BYTE", 10**9)
+    with pytest.raises(ArchiveError, match=f"more than {records - 1:,} tensor records"):
+        parse_program_lean(text, "model")
+    monkeypatch.setattr(lean_mod, "MAX_TENSOR_RECORDS", records)
+    counted, _ = parse_program_lean(text, "model")  # counted, then read as before
+    assert _dump(counted) == _dump(parse_program(orjson.loads(text), "model", consume=True))
+
+
+def test_a_big_top_level_beside_the_graph_module_goes_to_the_full_parse(
+        small_archive: Path, monkeypatch) -> None:
+    text = next(iter(_program_texts(small_archive).values()))
+    doc = orjson.loads(text)
+    doc["added_by_a_newer_torch"] = list(range(2000))
+    odd = orjson.dumps(doc)
+    parse_program_lean(odd, "model")
+    monkeypatch.setattr(lean_mod, "MAX_UNKNOWN_TOP_BYTES", 1000)
+    with pytest.raises(LeanUnsupported, match="beside its graph module"):
+        parse_program_lean(odd, "model")

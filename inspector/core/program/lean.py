@@ -59,14 +59,19 @@ _Short = Annotated[str, msgspec.Meta(max_length=MAX_SHORT_TEXT)]
 
 
 class _Counted(threading.local):
-    """Structs the scan in this thread may still make: msgspec checks a list's
-    length only once it is built, so each struct counts itself (__post_init__)
-    and the scan stops at the limit, not after millions of them."""
+    """Structs the scan in this thread may still make, and bytes: msgspec checks
+    a list's length only once it is built, so each struct counts itself
+    (__post_init__) and the scan stops at the limit, not after millions."""
 
     left = 0
+    room = 0  # nodes: each charges its struct and spans, and its strings' worst
 
 
 _COUNTED = _Counted()
+# A node struct, its list slot, its three spans and its two strings' headers
+# (tests/unit/test_lean_program.py measures it); each character of its name and
+# target costs up to 4 bytes more (a str of astral characters).
+_NODE_FIXED_COST = 64 + 9 + 3 * 48 + 2 * 80
 
 
 class _RawNode(msgspec.Struct, array_like=False, gc=False):
@@ -82,8 +87,10 @@ class _RawNode(msgspec.Struct, array_like=False, gc=False):
     is_hop_single_tensor_return: bool | None = None
 
     def __post_init__(self) -> None:
-        _COUNTED.left -= 1
-        if _COUNTED.left < 0:
+        counted = _COUNTED
+        counted.left -= 1
+        counted.room -= _NODE_FIXED_COST + 4 * (len(self.target) + len(self.name or ""))
+        if counted.left < 0 or counted.room < 0:
             raise ValueError("too many")
 
 
@@ -172,10 +179,11 @@ def _loads(raw: _Raw | bytes | None) -> Any:
 
 # --- what the model may cost ------------------------------------------------------
 # The scan makes objects only down to each node's fields and each tensor record:
-# per node a struct and its spans (~230 bytes, its name and target at most
-# MAX_SHORT_TEXT characters each: ~590 at most), and it stops past MAX_NODES
-# (_Counted), so a text of millions of `{"target":""}` (13 bytes: 70 bytes of
-# struct each) costs no more than 400,000 genuine nodes. Tensor records cost
+# per node a struct, its spans and its name and target (at most MAX_SHORT_TEXT
+# characters each), charged as they are made against MAX_SCAN_BYTES less the
+# text (_NODE_FIXED_COST + 4 bytes a character: ~1.4 kB at most), and it stops
+# past MAX_NODES (_Counted), so a text of millions of `{"target":""}` (13 bytes:
+# 70 bytes of struct each) costs no more than 400,000 nodes. Tensor records cost
 # ~130 bytes from as little as 6 bytes of text (`"k":0,`): they are counted
 # first where that could pass the budget (_records). Nothing else in the text is
 # decoded by the scan (values it does not type are skipped, or kept as spans).
@@ -200,9 +208,8 @@ MAX_SCAN_BYTES = 1_400 * 1024 * 1024
 # than any program has; records cost little here (one copy per distinct text),
 # but each is a key the listing, search and audit may look up.
 MAX_TENSOR_RECORDS = 2 * full.MAX_NODES
-# What the scan's objects cost at most: per node (struct, list slot, three spans,
-# name and target strings) and per byte of the tensor records' text.
-_NODE_SCAN_COST = 64 + 8 + 3 * 48 + 2 * (49 + MAX_SHORT_TEXT)
+# What the tensor records' scan costs at most per byte of their text (its key,
+# its span, the dict's slot: measured by tests/unit/test_lean_program.py).
 _RECORD_COST_PER_BYTE = 24
 # Text beside the graph module when the top level holds keys torch does not
 # write: decoded as a mapping (up to ~24x its size), else for the full parse.
@@ -216,11 +223,10 @@ def parse_program_lean(data: bytes, name: str, held: int = 0) -> tuple[Program, 
     asked for. Raises LeanUnsupported for text the full parse must judge,
     ArchiveError as parser.py does and for a program over the limits."""
     where = f"program {name!r}"
-    small_top, gm = _scan(data, where)
+    small_top, gm, room = _scan(data, where)
     g = gm.graph
     raw_nodes = g.nodes or []
-    raw_records = _records(g.tensor_values, MAX_SCAN_BYTES - len(data)
-                           - len(raw_nodes) * _NODE_SCAN_COST, where)
+    raw_records = _records(g.tensor_values, room, where)
     if len(raw_records) > MAX_TENSOR_RECORDS:
         raise ArchiveError(f"{where} has {len(raw_records):,} tensor records, over the "
                            f"limit of {MAX_TENSOR_RECORDS:,} per graph")
@@ -250,20 +256,21 @@ def parse_program_lean(data: bytes, name: str, held: int = 0) -> tuple[Program, 
     return program, values
 
 
-def _scan(data: bytes, where: str) -> tuple[dict[str, bytes], _RawGraphModule]:
-    """(the top level's small parts as text, the graph module as spans): one
-    scan of the text when its top level holds only torch's keys (a 200 MB
-    program: ~0.2 s a scan), more otherwise. Makes at most MAX_NODES node
-    structs (past them: ArchiveError)."""
+def _scan(data: bytes, where: str) -> tuple[dict[str, bytes], _RawGraphModule, int]:
+    """(the top level's small parts as text, the graph module as spans, the bytes
+    of MAX_SCAN_BYTES left): one scan of the text when its top level holds only
+    torch's keys (a 200 MB program: ~0.2 s a scan), more otherwise. Makes at
+    most MAX_NODES node structs, within the budget (past either: ArchiveError)."""
     nodes = (full.MAX_NODES, f"{where} has more than {full.MAX_NODES:,} nodes, over the limit "
-                             f"of {full.MAX_NODES:,} nodes per program")
+                             f"of {full.MAX_NODES:,} nodes per program",
+             MAX_SCAN_BYTES - len(data), _over_budget(where))
     try:
         top = _counted(_TOP, data, *nodes)
     except LeanUnsupported:
         pass
     else:
         return {k: bytes(getattr(top, k)) for k in _TOP_FIELDS if len(getattr(top, k))}, \
-            top.graph_module
+            top.graph_module, _COUNTED.room
     # Another key beside torch's: its value is kept (Program.unknown_fields), so
     # the top level is decoded as a mapping, if what lies outside the graph
     # module is too small for its keys to cost much, however many; a bigger rest
@@ -274,20 +281,29 @@ def _scan(data: bytes, where: str) -> tuple[dict[str, bytes], _RawGraphModule]:
     if len(data) - len(gm_raw) > MAX_UNKNOWN_TOP_BYTES:
         raise LeanUnsupported(f"{where}: {len(data) - len(gm_raw):,} bytes beside its graph module")
     parts = _object(data, where)
-    return {k: bytes(v) for k, v in parts.items() if k != "graph_module"}, \
-        _counted(_GRAPH_MODULE, gm_raw, *nodes)
+    gm = _counted(_GRAPH_MODULE, gm_raw, *nodes)
+    return {k: bytes(v) for k, v in parts.items() if k != "graph_module"}, gm, _COUNTED.room
 
 
-def _counted(decoder: msgspec.json.Decoder, text: Any, limit: int, refusal: str) -> Any:
+def _over_budget(where: str) -> str:
+    return (f"{where}: its JSON and what its scan keeps of it need more than the limit of "
+            f"{MAX_SCAN_BYTES:,} bytes")
+
+
+def _counted(decoder: msgspec.json.Decoder, text: Any, limit: int, refusal: str,
+             room: int = 1 << 62, over_room: str = "") -> Any:
     """`decoder.decode(text)`, stopped as soon as it has made more than `limit`
-    counted structs (ArchiveError(refusal)); LeanUnsupported for text msgspec
-    refuses."""
-    _COUNTED.left = limit
+    counted structs (ArchiveError(refusal)), or structs charging more than `room`
+    bytes (ArchiveError(over_room)); LeanUnsupported for text msgspec refuses."""
+    counted = _COUNTED
+    counted.left, counted.room = limit, room
     try:
         return decoder.decode(text)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as exc:
-        if _COUNTED.left < 0:
+        if counted.left < 0:
             raise ArchiveError(refusal) from None
+        if counted.room < 0:
+            raise ArchiveError(over_room) from None
         raise LeanUnsupported(str(exc)) from None
 
 
