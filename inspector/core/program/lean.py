@@ -312,7 +312,7 @@ def _records(span: _Raw, room: int, where: str) -> dict[str, _Raw]:
     record (its key, its span, the dict's slot), from as little as 6 bytes of
     text: where that could pass `room`, the records are first counted (a
     validating pass that keeps nothing, stopped past MAX_TENSOR_RECORDS)."""
-    if not len(span) or bytes(span) == b"null":
+    if not len(span) or (len(span) == 4 and bytes(span) == b"null"):
         return {}
     if len(span) * _RECORD_COST_PER_BYTE > room:
         _counted(_RECORD_COUNT, span, MAX_TENSOR_RECORDS,
