@@ -157,7 +157,12 @@ class Archive(Struct, dict=True, weakref=True):
 
     # -- lifetime --
     def close(self) -> None:
+        """Close the file and drop the parsed programs (a reader still holding the
+        archive then keeps no 100k-node model alive)."""
         self._zip.close()
+        with self._program_lock:
+            self._programs.clear()
+            self._program_values.clear()
 
     def __enter__(self) -> Archive:
         return self

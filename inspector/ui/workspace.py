@@ -35,6 +35,7 @@ from inspector.core.document import (
     stream_listing,
 )
 from inspector.core.gcpause import release_frozen
+from inspector.core.heap import give_back_freed
 from inspector.core.shapes import ProgramShapes, archive_shapes
 from inspector.ui.tasks import TaskContext, TaskGroup
 
@@ -143,6 +144,14 @@ class Document(QObject):
             return False
 
 
+def _release_memory() -> None:
+    """After a document closed: collect what its builders froze, then give the
+    freed pages back to the system (core/heap.py: else the window stays at the
+    closed program's peak)."""
+    release_frozen()
+    give_back_freed()
+
+
 def _stream_and_index(ctx: TaskContext, view: ProgramView) -> ViewIndex | None:
     """Worker side: the rest of a streamed listing, a progress report after each
     chunk (the GUI thread reads view.listed then), then the search index."""
@@ -246,7 +255,7 @@ class Workspace(QObject):
             doc.archive.close()
             doc.views.clear()
             doc.deleteLater()
-            QTimer.singleShot(0, release_frozen)
+            QTimer.singleShot(0, _release_memory)
 
         # Cancel first; the archive closes once no task of the document reads it.
         doc.tasks.close(release)

@@ -262,3 +262,29 @@ def test_untrusted_archive_asks_before_running(qtbot, panel, open_wait, toy_arch
                     timeout=JOB_TIMEOUT_MS)
     panel.cancel()
     assert not panel.runner.is_running()
+
+
+def test_a_closed_archive_is_freed_after_the_panel_planned_for_it(qtbot, no_leaks, window,
+                                                                  open_wait, toy_archive):
+    # the panel plans inputs for the open archive; once its tab closes, nothing of
+    # the panel may keep the document (and so its parsed programs) alive: a plan's
+    # bookkeeping did, ~400 MB for a 100k-node program, until another was planned
+    import gc
+    import weakref
+
+    panel = window.job_panels["profile"]
+    window.job_panels.docks["profile"].show()
+    tab = open_wait(toy_archive)
+    qtbot.waitUntil(lambda: panel.plan_label.text().startswith("Inputs"), timeout=30000)
+    doc, archive = weakref.ref(tab.doc), weakref.ref(tab.doc.archive)
+    del tab
+    while window.tabs.count():
+        window.close_tab(0)
+    window.pool.waitForDone(30000)
+    for _ in range(5):  # deleteLater, the archive's release
+        qtbot.wait(20)
+    gc.unfreeze()  # the window freezes what survived a load (core/document.py)
+    gc.collect()
+    held = doc() or archive()
+    assert held is None, [type(r).__name__ for r in gc.get_referrers(held)][:6]
+    panel.shutdown()

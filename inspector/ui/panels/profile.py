@@ -346,7 +346,6 @@ class ProfilePanel(QWidget):
         if doc is None or doc.closed:
             return
         names = list(spec.programs) or list(doc.program_names)
-        self._planned_for = (doc, spec.dims, spec.inputs, tuple(names))
         doc.tasks.start(plan_inputs_of, doc.archive, names, spec.dims, spec.inputs,
                         key="profile-plan", on_done=self._planned,
                         on_fail=lambda msg, _det: self._set_plan(msg, error=True))
