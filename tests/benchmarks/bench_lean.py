@@ -321,6 +321,9 @@ def _bench(args: argparse.Namespace, tmp: Path) -> int:
         programs[label] = path
         print(f"built {label}: {nodes:,} nodes, {size / 1e6:.0f} MB of program JSON "
               f"({time.perf_counter() - t:.1f} s)", flush=True)
+    # ~1 GB just written: its write-back would run through the first measurements
+    # (the first paint read 1.3-2.1 s, the next ones 1.0 s)
+    os.sync()
 
     # 1. window paint vs a bare orjson.loads, 100k
     loads = run_child("loads", programs["100k"])

@@ -362,12 +362,10 @@ class _NodeColumns:
     (400,000 nodes are a few dozen objects, built by C-level maps): targets
     (interned), names, is_hop_single_tensor_return; the argument texts joined
     into one bytes each, a NUL after each node's text (JSON text holds no raw
-    NUL), with each node's start; each node's metadata text, one bytes per
-    distinct text (nodes of one source line, and repeated layers, carry the
-    same bytes)."""
+    NUL), with each node's start; each node's metadata as _MetadataParts."""
 
     __slots__ = ("targets", "names", "hops", "inputs", "in_starts", "outputs", "out_starts",
-                 "meta", "metas", "_n", "_open")
+                 "meta", "_n", "_open")
 
     def __init__(self, raw: list[_RawNode], strings: _Canonical) -> None:
         self._n = len(raw)
@@ -376,10 +374,7 @@ class _NodeColumns:
         self.hops = list(map(_HOP_OF, raw))
         self.inputs, self.in_starts = _joined(list(map(_INPUTS_OF, raw)))
         self.outputs, self.out_starts = _joined(list(map(_OUTPUTS_OF, raw)))
-        # one copy at a time (the map is lazy), kept only if new
-        distinct = _Canonical()
-        self.meta = list(map(distinct.__getitem__, map(bytes, map(_METADATA_OF, raw))))
-        self.metas = list(distinct)
+        self.meta = _MetadataParts(raw)
         self._open: tuple[bytes, bytes] | None = None  # charge() -> deep()
 
     def __len__(self) -> int:
@@ -395,12 +390,12 @@ class _NodeColumns:
         """Take the columns' bytes from `budget`; the JSON values their texts
         make (each node's arguments, each distinct metadata text once)."""
         n = self._n
-        budget.take(len(self.inputs) + len(self.outputs) + sum(map(len, self.metas))
+        budget.take(len(self.inputs) + len(self.outputs) + self.meta.cost()
                     + 200 * n)  # + each node's slots, name and argument lists
         # _count of each argument text, at C speed over the joined ones (the
         # opening brackets: the NUL-separated text deep() splits); + 6 for the
         # node and its lists
-        values = sum(_count(m) for m in self.metas) + 8 * n
+        values = self.meta.values() + 8 * n
         self._open = self._openers()
         for text, openers in zip((self.inputs, self.outputs), self._open):
             values += text.count(b",") + len(openers) - n
@@ -434,6 +429,76 @@ class _NodeColumns:
         return hits
 
 
+# A metadata text up to this long is split into its keys' values; a longer one
+# (only a hostile file writes one) is kept whole, decoded as the full parse does.
+_SPLIT_METADATA_BYTES = 64 * 1024
+# Whole metadata texts remembered, so a repeated one is not split again: up to
+# this many bytes of them (the texts of a real model's layers differ in module
+# paths and call counters, and would all be held beside the program's text).
+_WHOLE_METADATA_BYTES = 32 * 1024 * 1024
+_METADATA_CHUNK = 4096  # nodes looked up at C speed at a time
+
+
+class _MetadataParts:
+    """Each node's metadata as a record (its keys, the JSON text of each value),
+    keys and value texts shared by every node and record that repeat them: nodes
+    of one source line share a stack trace, the layers of a model share stack
+    traces and module paths and differ in a call counter. Holding each distinct
+    whole text instead took 484 MB for a 400,000-node model whose layers differ
+    (tests/benchmarks/bench_lean.py's "distinct" program), beside its 834 MB of
+    JSON. A record is (keys, values), or (None, (text,)) for a text kept whole."""
+
+    __slots__ = ("of_node", "_records", "_texts")
+
+    def __init__(self, raw: list[_RawNode]) -> None:
+        keys, texts, records = _Canonical(), _Canonical(), _Canonical()
+        whole: dict[bytes, tuple] = {}
+        held = 0
+        of_node: list[tuple] = []
+        for start in range(0, len(raw), _METADATA_CHUNK):
+            chunk = list(map(bytes, map(_METADATA_OF, raw[start:start + _METADATA_CHUNK])))
+            found = list(map(whole.get, chunk))  # the repeated texts at C speed
+            for j, record in enumerate(found):
+                if record is None:
+                    text = chunk[j]
+                    record = whole.get(text)  # (a text first seen in this chunk)
+                    if record is None:
+                        record = records[_split_metadata(text, keys, texts)]
+                        if held < _WHOLE_METADATA_BYTES:
+                            whole[text] = record
+                            held += len(text)
+                    found[j] = record
+            of_node += found
+        self.of_node = of_node
+        self._records = list(records)
+        self._texts = list(texts)
+
+    def __getitem__(self, i: int) -> tuple:
+        return self.of_node[i]
+
+    def cost(self) -> int:
+        """Bytes held: the distinct value texts, and each record's two tuples."""
+        return sum(map(len, self._texts)) + 120 * len(self._records) + 8 * len(self.of_node)
+
+    def values(self) -> int:
+        """The JSON values decoding them all makes (archive.json_value_count's count
+        of each distinct value text, one object per record)."""
+        return sum(map(_count, self._texts)) + len(self._records)
+
+
+def _split_metadata(text: bytes, keys: _Canonical, texts: _Canonical) -> tuple:
+    """(keys, value texts) of a metadata object's text, shared through `keys` and
+    `texts`; (None, (text,)) for one not split (long, or not an object)."""
+    if len(text) <= _SPLIT_METADATA_BYTES:
+        try:
+            parts = _OBJECT.decode(text)
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            pass
+        else:
+            return keys[tuple(parts)], tuple(map(texts.__getitem__, map(bytes, parts.values())))
+    return None, (texts[text],)
+
+
 def _joined(texts: list[_Raw]) -> tuple[bytes, array]:
     """The texts joined, a NUL after each, and where each starts (one more
     start: the end)."""
@@ -453,10 +518,11 @@ class _Interned:
     """One decoded value per distinct text, for one program: metadata and
     tensor records repeat across nodes and layers."""
 
-    __slots__ = ("metadata", "tensors", "strings")
+    __slots__ = ("metadata", "values", "tensors", "strings")
 
     def __init__(self) -> None:
-        self.metadata: dict[bytes, dict[str, str]] = {}  # by _NodeColumns.meta texts
+        self.metadata: dict[tuple, dict[str, str]] = {}  # by _MetadataParts records
+        self.values: dict[bytes, Any] = {}  # a metadata value's text, decoded
         self.tensors: dict[bytes, TensorMeta] = {}
         self.strings = _Canonical()
 
@@ -622,14 +688,21 @@ class LazyNodes(Sequence[Node]):
     def _decode(self, i: int, where: str) -> Node:
         cols = self._cols
         interned = self._interned
-        meta_text = cols.meta[i]
-        metadata = interned.metadata.get(meta_text)
+        record = cols.meta[i]
+        metadata = interned.metadata.get(record)
         if metadata is None:
-            metadata = full.node_metadata(_loads(meta_text), where)
+            keys, texts = record
+            if keys is None:  # kept whole
+                metadata = full.node_metadata(_loads(texts[0]), where)
+            else:
+                decoded = interned.values
+                metadata = full.node_metadata(dict(zip(keys, [
+                    decoded[t] if t in decoded else decoded.setdefault(t, _loads(t))
+                    for t in texts])), where)
             strings = interned.strings
             for k, v in metadata.items():
                 metadata[k] = strings.setdefault(v, v)
-            interned.metadata[meta_text] = metadata
+            interned.metadata[record] = metadata
         inputs, outputs = cols.input(i), cols.output(i)
         record = {"target": cols.targets[i], "name": cols.names[i], "inputs": _loads(inputs),
                   "outputs": _loads(outputs), "is_hop_single_tensor_return": cols.hops[i]}
