@@ -413,3 +413,50 @@ def test_a_big_top_level_beside_the_graph_module_goes_to_the_full_parse(
     monkeypatch.setattr(lean_mod, "MAX_UNKNOWN_TOP_BYTES", 1000)
     with pytest.raises(LeanUnsupported, match="beside its graph module"):
         parse_program_lean(odd, "model")
+
+
+def test_layers_that_differ_share_the_metadata_parts_they_repeat(small_archive: Path) -> None:
+    # a real model's layers carry the same stack traces and differ in module paths
+    # and call counters: the repeated parts are held once, not each whole text
+    text = next(iter(_program_texts(small_archive).values()))
+    doc = orjson.loads(text)
+    nodes = doc["graph_module"]["graph"]["nodes"]
+    layers = []
+    for j in range(3):
+        for node in nodes:
+            meta = dict(node.get("metadata") or {})
+            meta["torch_fn"] = f"call_{j};{meta.get('torch_fn', '')}"
+            layers.append({**node, "metadata": meta})
+    doc["graph_module"]["graph"]["nodes"] = layers
+    odd = orjson.dumps(doc)
+    program, _ = parse_program_lean(odd, "model")
+    assert _dump(program) == _dump(parse_program(orjson.loads(odd), "model", consume=True))
+    parts = program.graph.nodes._cols.meta
+    traced = [i for i, n in enumerate(nodes) if "stack_trace" in (n.get("metadata") or {})]
+    assert traced
+    i, n = traced[0], len(nodes)
+    first, third = parts[i], parts[i + 2 * n]
+    assert first != third  # their torch_fn differ
+    shared = [a for a, b in zip(first[1], third[1]) if a is b]
+    assert shared, "the stack trace's text is held once for both layers"
+    assert program.graph.nodes[i].stack_trace is program.graph.nodes[i + 2 * n].stack_trace
+
+
+@pytest.mark.parametrize("metadata, message", [
+    ({"stack_trace": "File \"a.py\", line 1, in f\n    " + "x" * 70_000}, None),
+    ([1, 2], "metadata is not an object"),
+])
+def test_metadata_kept_whole_is_decoded_as_the_full_parse_does(
+        small_archive: Path, metadata: Any, message: str | None) -> None:
+    # over 64 kB, or not an object: not split, decoded whole when its node is made
+    text = next(iter(_program_texts(small_archive).values()))
+    node = orjson.loads(text)["graph_module"]["graph"]["nodes"][0]
+    odd = _with_first_node(text, {**node, "metadata": metadata})
+    program, _ = parse_program_lean(odd, "model")
+    if message is None:
+        assert _dump(program) == _dump(parse_program(orjson.loads(odd), "model", consume=True))
+        return
+    with pytest.raises(ArchiveError, match=message):
+        parse_program(orjson.loads(odd), "model")
+    with pytest.raises(ArchiveError, match=message):
+        program.graph.nodes[0]
