@@ -121,9 +121,13 @@ _SENTINEL = "@@pt2i-bench-lean-nodes@@"
 
 # --- building programs ---------------------------------------------------------------
 
-def build_program(toy: Path, out: Path, target: int, program: str = "decoder") -> tuple[int, int]:
+def build_program(toy: Path, out: Path, target: int, program: str = "decoder",
+                  distinct: bool = False) -> tuple[int, int]:
     """bench_window.build_big_archive's program (same bytes), streamed: the nodes of
-    each copy are renamed and written, then dropped. Returns (nodes, JSON bytes)."""
+    each copy are renamed and written, then dropped. Returns (nodes, JSON bytes).
+    distinct=True: each copy's metadata names its own layer (module path) and
+    call counter, as a real model's layers do (the copies' metadata is otherwise
+    the same bytes, which the lean model holds once)."""
     with zipfile.ZipFile(toy) as zf:
         names = zf.namelist()
         model_name = next(n for n in names if n.endswith(f"models/{program}.json"))
@@ -156,6 +160,8 @@ def build_program(toy: Path, out: Path, target: int, program: str = "decoder") -
                         if written + len(batch) >= target:
                             break
                         m = _rename(n, defined, suffix) if j else n
+                        if distinct and j and isinstance(n.get("metadata"), dict):
+                            m["metadata"] = _layer_metadata(n["metadata"], j)
                         if j and m.get("name"):
                             m["name"] = m["name"] + suffix
                         batch.append(m)
@@ -170,6 +176,16 @@ def build_program(toy: Path, out: Path, target: int, program: str = "decoder") -
                     written += len(batch)
                 stream.write(b"]" + tail)
     return written, size
+
+
+def _layer_metadata(meta: dict, layer: int) -> dict:
+    out = dict(meta)
+    if "nn_module_stack" in out:
+        out["nn_module_stack"] += (f";L__self__decoder.layers.{layer},decoder.layers.{layer},"
+                                   "transformers.Block")
+    if "torch_fn" in out:
+        out["torch_fn"] = out["torch_fn"].replace(";", f"_r{layer};", 1)
+    return out
 
 
 # --- children: one measurement each ------------------------------------------------------
@@ -314,10 +330,11 @@ def _bench(args: argparse.Namespace, tmp: Path) -> int:
     if not toy.exists():
         toy = export_toy(tmp)
     programs = {}
-    for label, target in (("100k", 100_000), ("400k", 400_000)):
+    for label, target in (("100k", 100_000), ("400k", 400_000), ("100k-distinct", 100_000),
+                          ("400k-distinct", 400_000)):
         t = time.perf_counter()
         path = tmp / f"{label}.pt2"
-        nodes, size = build_program(toy, path, target)
+        nodes, size = build_program(toy, path, target, distinct=label.endswith("distinct"))
         programs[label] = path
         print(f"built {label}: {nodes:,} nodes, {size / 1e6:.0f} MB of program JSON "
               f"({time.perf_counter() - t:.1f} s)", flush=True)
@@ -346,6 +363,8 @@ def _bench(args: argparse.Namespace, tmp: Path) -> int:
 
     # 2. the 400k program vs the 100k one: open, search, audit
     core = {label: run_child("core", path) for label, path in programs.items()}
+    # (the "distinct" programs: not the issue's targets, which repeat a graph as it
+    # is; printed to show what layers that differ, as a real model's do, cost)
     for label, r in core.items():
         if "error" in r:
             print(f"{label} open: REFUSED after peak {r['peak_mb']:.0f} MB: {r['error']}")

@@ -200,7 +200,10 @@ def _loads(raw: _Raw | bytes | None) -> Any:
 # bomb of the same size, whose values are all distinct or all arguments
 # (tests/security: 64 MB of `{"a":1},` counts 16.8M and is refused).
 # 12M values keeps the densest text under ~1.45 GB; text plus copies stays
-# under MAX_SCAN_BYTES, the peak while scanning.
+# under MAX_SCAN_BYTES, the peak while scanning. A program whose layers differ
+# in module paths and call counters, as a real model's do, makes ~34 values a
+# node (bench_lean.py's "distinct" program: 13.5M at 400,000 nodes, and 1.56 GB
+# once listed whole, so it is refused): such programs open up to ~350,000 nodes.
 MAX_MODEL_VALUES = 12_000_000
 MAX_SCAN_BYTES = 1_400 * 1024 * 1024
 # Tensor records per graph: torch writes one per tensor value a node or input
