@@ -460,3 +460,22 @@ def test_metadata_kept_whole_is_decoded_as_the_full_parse_does(
         parse_program(orjson.loads(odd), "model")
     with pytest.raises(ArchiveError, match=message):
         program.graph.nodes[0]
+
+
+def test_metadata_parts_are_charged_as_they_are_made(monkeypatch) -> None:
+    # 20,000 nodes with 30 distinct tiny metadata keys each: ~100 bytes of parts
+    # per 9 bytes of text; refused once they pass the budget, not after
+    import tracemalloc
+
+    nodes = b",".join(orjson.dumps({"target": "t", "metadata": {
+        f"k{i}_{j}": 0 for j in range(30)}}) for i in range(20_000))
+    text = b'{"graph_module":{"graph":{"nodes":[' + nodes + b"]}}}"
+    monkeypatch.setattr(lean_mod, "MAX_SCAN_BYTES", len(text) + 8_000_000)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ArchiveError, match="need more than the limit"):
+            parse_program_lean(text, "model")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20_000_000, f"{peak:,} bytes at the peak"

@@ -238,7 +238,7 @@ def parse_program_lean(data: bytes, name: str, held: int = 0) -> tuple[Program, 
                 if len(getattr(gm, k))}
     small_graph = {k: bytes(getattr(g, k)) for k in _SMALL_GRAPH_FIELDS if len(getattr(g, k))}
     budget = _Budget(where, MAX_SCAN_BYTES - len(data))
-    columns = _NodeColumns(raw_nodes, interned.strings)
+    columns = _NodeColumns(raw_nodes, interned.strings, budget)
     node_values = columns.charge(budget)
     records, record_values = _compact_records(raw_records, budget)
     values = node_values + record_values + sum(
@@ -370,14 +370,14 @@ class _NodeColumns:
     __slots__ = ("targets", "names", "hops", "inputs", "in_starts", "outputs", "out_starts",
                  "meta", "_n", "_open")
 
-    def __init__(self, raw: list[_RawNode], strings: _Canonical) -> None:
+    def __init__(self, raw: list[_RawNode], strings: _Canonical, budget: _Budget) -> None:
         self._n = len(raw)
         self.targets = list(map(strings.__getitem__, map(_TARGET_OF, raw)))
         self.names = list(map(_NAME_OF, raw))
         self.hops = list(map(_HOP_OF, raw))
         self.inputs, self.in_starts = _joined(list(map(_INPUTS_OF, raw)))
         self.outputs, self.out_starts = _joined(list(map(_OUTPUTS_OF, raw)))
-        self.meta = _MetadataParts(raw)
+        self.meta = _MetadataParts(raw, strings, budget)
         self._open: tuple[bytes, bytes] | None = None  # charge() -> deep()
 
     def __len__(self) -> int:
@@ -393,7 +393,7 @@ class _NodeColumns:
         """Take the columns' bytes from `budget`; the JSON values their texts
         make (each node's arguments, each distinct metadata text once)."""
         n = self._n
-        budget.take(len(self.inputs) + len(self.outputs) + self.meta.cost()
+        budget.take(len(self.inputs) + len(self.outputs)
                     + 200 * n)  # + each node's slots, name and argument lists
         # _count of each argument text, at C speed over the joined ones (the
         # opening brackets: the NUL-separated text deep() splits); + 6 for the
@@ -432,9 +432,11 @@ class _NodeColumns:
         return hits
 
 
-# A metadata text up to this long is split into its keys' values; a longer one
-# (only a hostile file writes one) is kept whole, decoded as the full parse does.
+# A metadata text up to this long, of up to this many keys (torch writes 3 to 6),
+# is split into its keys' values; another (only a hostile file writes one) is
+# kept whole, decoded as the full parse does.
 _SPLIT_METADATA_BYTES = 64 * 1024
+_SPLIT_METADATA_KEYS = 32
 # Whole metadata texts remembered, so a repeated one is not split again: up to
 # this many bytes of them (the texts of a real model's layers differ in module
 # paths and call counters, and would all be held beside the program's text).
@@ -453,8 +455,8 @@ class _MetadataParts:
 
     __slots__ = ("of_node", "_records", "_texts")
 
-    def __init__(self, raw: list[_RawNode]) -> None:
-        keys, texts, records = _Canonical(), _Canonical(), _Canonical()
+    def __init__(self, raw: list[_RawNode], strings: _Canonical, budget: _Budget) -> None:
+        split = _MetadataSplitter(strings, budget)
         whole: dict[bytes, tuple] = {}
         held = 0
         of_node: list[tuple] = []
@@ -466,22 +468,19 @@ class _MetadataParts:
                     text = chunk[j]
                     record = whole.get(text)  # (a text first seen in this chunk)
                     if record is None:
-                        record = records[_split_metadata(text, keys, texts)]
+                        record = split(text)
                         if held < _WHOLE_METADATA_BYTES:
                             whole[text] = record
                             held += len(text)
                     found[j] = record
             of_node += found
+        budget.take(8 * len(of_node))
         self.of_node = of_node
-        self._records = list(records)
-        self._texts = list(texts)
+        self._records = list(split.records)
+        self._texts = list(split.texts)
 
     def __getitem__(self, i: int) -> tuple:
         return self.of_node[i]
-
-    def cost(self) -> int:
-        """Bytes held: the distinct value texts, and each record's two tuples."""
-        return sum(map(len, self._texts)) + 120 * len(self._records) + 8 * len(self.of_node)
 
     def values(self) -> int:
         """The JSON values decoding them all makes (archive.json_value_count's count
@@ -489,17 +488,45 @@ class _MetadataParts:
         return sum(map(_count, self._texts)) + len(self._records)
 
 
-def _split_metadata(text: bytes, keys: _Canonical, texts: _Canonical) -> tuple:
-    """(keys, value texts) of a metadata object's text, shared through `keys` and
-    `texts`; (None, (text,)) for one not split (long, or not an object)."""
-    if len(text) <= _SPLIT_METADATA_BYTES:
-        try:
-            parts = _OBJECT.decode(text)
-        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-            pass
+class _MetadataSplitter:
+    """A metadata text -> its shared record (_MetadataParts), each new key, key
+    tuple, value text and record taken from the budget at what it costs: the
+    parts cost up to ~15x their text (`"k":0,` -> a key and a value text, ~100
+    bytes), so they are charged as they are made, not after."""
+
+    __slots__ = ("strings", "budget", "keys", "texts", "records")
+
+    def __init__(self, strings: _Canonical, budget: _Budget) -> None:
+        self.strings, self.budget = strings, budget  # keys interned with the program's
+        self.keys, self.texts, self.records = _Canonical(), _Canonical(), _Canonical()
+
+    def __call__(self, text: bytes) -> tuple:
+        parts = None
+        if len(text) <= _SPLIT_METADATA_BYTES:
+            try:
+                parts = _OBJECT.decode(text)
+            except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+                pass
+        if parts is None or len(parts) > _SPLIT_METADATA_KEYS:
+            record: tuple = (None, (self._text(text),))
         else:
-            return keys[tuple(parts)], tuple(map(texts.__getitem__, map(bytes, parts.values())))
-    return None, (texts[text],)
+            record = (self._keys(tuple(parts)), tuple(map(self._text, map(bytes, parts.values()))))
+        if record not in self.records:
+            self.budget.take(72 + 8 * len(record[1]))  # its two tuples
+        return self.records[record]
+
+    def _text(self, text: bytes) -> bytes:
+        if text not in self.texts:
+            self.budget.take(41 + len(text))  # the bytes object and its slot
+        return self.texts[text]
+
+    def _keys(self, names: tuple[str, ...]) -> tuple[str, ...]:
+        if names not in self.keys:
+            strings = self.strings
+            self.budget.take(56 + 8 * len(names)
+                             + sum(80 + 4 * len(k) for k in names if k not in strings))
+            names = tuple(map(strings.__getitem__, names))
+        return self.keys[names]
 
 
 def _joined(texts: list[_Raw]) -> tuple[bytes, array]:
