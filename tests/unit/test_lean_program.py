@@ -323,7 +323,7 @@ def _scan_bytes(text: bytes, decode) -> int:
 @pytest.mark.parametrize("char", ["t", "é", "ā", "𝔸"], ids=["ascii", "latin1", "ucs2", "ucs4"])
 def test_the_scan_costs_no_more_per_node_than_it_charges(char: str) -> None:
     # the costliest nodes the scan keeps: every span, and a name and a target of
-    # the longest it takes, in each of str's storage widths (lean._RawNode
+    # the longest it takes, in each of str's storage widths (lean._ChargedNode
     # charges _NODE_FIXED_COST + 4 bytes a character against the budget)
     n, chars = 20_000, lean_mod.MAX_SHORT_TEXT - 8
     nodes = b"[" + b",".join(orjson.dumps({

@@ -72,6 +72,7 @@ _COUNTED = _Counted()
 # (tests/unit/test_lean_program.py measures it); each character of its name and
 # target costs up to 4 bytes more (a str of astral characters).
 _NODE_FIXED_COST = 64 + 9 + 3 * 48 + 2 * 80
+_NODE_MOST = _NODE_FIXED_COST + 4 * 2 * MAX_SHORT_TEXT
 
 
 class _RawNode(msgspec.Struct, array_like=False, gc=False):
@@ -85,6 +86,18 @@ class _RawNode(msgspec.Struct, array_like=False, gc=False):
     outputs: _Raw = _NO_RAW
     metadata: _Raw = _NO_RAW
     is_hop_single_tensor_return: bool | None = None
+
+    def __post_init__(self) -> None:  # ~0.05 s per 100,000 nodes
+        counted = _COUNTED
+        counted.left -= 1
+        if counted.left < 0:
+            raise ValueError("too many")
+
+
+class _ChargedNode(_RawNode, gc=False):
+    """A _RawNode that also charges its bytes: for a text so big that MAX_NODES
+    nodes at their most (_NODE_MOST) could pass the budget (~0.15 s more per
+    100,000 nodes than counting alone)."""
 
     def __post_init__(self) -> None:
         counted = _COUNTED
@@ -148,6 +161,18 @@ class _LooseTop(msgspec.Struct, gc=False):
     graph_module: _Raw = _NO_RAW
 
 
+class _ChargedGraph(_RawGraph, gc=False):
+    nodes: list[_ChargedNode] | None = None
+
+
+class _ChargedGraphModule(_RawGraphModule, gc=False):
+    graph: _ChargedGraph
+
+
+class _ChargedTop(_RawTop, gc=False, forbid_unknown_fields=True):
+    graph_module: _ChargedGraphModule
+
+
 _TOP_FIELDS = tuple(f for f in _RawTop.__struct_fields__ if f != "graph_module")
 _SMALL_GRAPH_FIELDS = ("inputs", "outputs", "sym_int_values", "sym_bool_values",
                        "sym_float_values", "custom_obj_values", "is_single_tensor_return")
@@ -157,6 +182,8 @@ _RECORDS = msgspec.json.Decoder(dict[_Short, _Raw])
 _RECORD_COUNT = msgspec.json.Decoder(dict[_Short, _CountedObject])
 _GRAPH_MODULE = msgspec.json.Decoder(_RawGraphModule)
 _TOP = msgspec.json.Decoder(_RawTop)
+_CHARGED = {False: (_TOP, _GRAPH_MODULE),
+            True: (msgspec.json.Decoder(_ChargedTop), msgspec.json.Decoder(_ChargedGraphModule))}
 
 
 def _object(raw: _Raw | bytes, where: str) -> dict[str, _Raw]:
@@ -267,13 +294,22 @@ def _scan(data: bytes, where: str) -> tuple[dict[str, bytes], _RawGraphModule, i
     nodes = (full.MAX_NODES, f"{where} has more than {full.MAX_NODES:,} nodes, over the limit "
                              f"of {full.MAX_NODES:,} nodes per program",
              MAX_SCAN_BYTES - len(data), _over_budget(where))
+    # nodes charge their bytes only where the most MAX_NODES nodes can cost could
+    # pass the budget (a text over ~900 MB); else counting them bounds them
+    charged = len(data) + full.MAX_NODES * _NODE_MOST > MAX_SCAN_BYTES
+    top_decoder, gm_decoder = _CHARGED[charged]
+
+    def room(gm: _RawGraphModule) -> int:
+        return _COUNTED.room if charged else (
+            MAX_SCAN_BYTES - len(data) - len(gm.graph.nodes or ()) * _NODE_MOST)
+
     try:
-        top = _counted(_TOP, data, *nodes)
+        top = _counted(top_decoder, data, *nodes)
     except LeanUnsupported:
         pass
     else:
         return {k: bytes(getattr(top, k)) for k in _TOP_FIELDS if len(getattr(top, k))}, \
-            top.graph_module, _COUNTED.room
+            top.graph_module, room(top.graph_module)
     # Another key beside torch's: its value is kept (Program.unknown_fields), so
     # the top level is decoded as a mapping, if what lies outside the graph
     # module is too small for its keys to cost much, however many; a bigger rest
@@ -284,8 +320,8 @@ def _scan(data: bytes, where: str) -> tuple[dict[str, bytes], _RawGraphModule, i
     if len(data) - len(gm_raw) > MAX_UNKNOWN_TOP_BYTES:
         raise LeanUnsupported(f"{where}: {len(data) - len(gm_raw):,} bytes beside its graph module")
     parts = _object(data, where)
-    gm = _counted(_GRAPH_MODULE, gm_raw, *nodes)
-    return {k: bytes(v) for k, v in parts.items() if k != "graph_module"}, gm, _COUNTED.room
+    gm = _counted(gm_decoder, gm_raw, *nodes)
+    return {k: bytes(v) for k, v in parts.items() if k != "graph_module"}, gm, room(gm)
 
 
 def _over_budget(where: str) -> str:
@@ -532,7 +568,7 @@ class _MetadataSplitter:
 def _joined(texts: list[_Raw]) -> tuple[bytes, array]:
     """The texts joined, a NUL after each, and where each starts (one more
     start: the end)."""
-    return b"\0".join(texts + [b""]), array("q", accumulate([len(t) + 1 for t in texts],
+    return b"\0".join(texts + [b""]), array("q", accumulate(map((1).__add__, map(len, texts)),
                                                              initial=0))
 
 
@@ -570,9 +606,8 @@ def _lean_graph(small: dict[str, Any], columns: _NodeColumns, records: dict[str,
     # once, in the records' order: records repeat across layers)
     symbolic = [t for t in dict.fromkeys(records.values()) if _may_hold(t, b"as_expr")]
     if symbolic:
-        first_key: dict[bytes, str] = {}
-        for key, text in records.items():
-            first_key.setdefault(text, key)
+        # each text's first key: the reversed pairs, so the first key is set last
+        first_key = dict(zip(reversed(records.values()), reversed(records.keys())))
         for text in symbolic:
             full._collect_hints(_loads(text), graph.size_hints)
             full.add_symbol_texts(values[first_key[text]], texts)
