@@ -19,6 +19,8 @@ Targets (issue 17), exit 1 on a miss:
   `pt2-inspector list` of the full-size toy decoder, whole process, <= 0.1 s wall
     (best of several runs, bytecode cached as an installed package has it; a busy
     machine inflates wall time: the load average is printed).
+The "distinct" programs (not targets) are built the same way, each copy's
+metadata naming its own layer and call counter, as a real model's layers do.
 Before the lean model the paint and 400k targets missed: the 400k program was
 refused by the hostile-file limits (MAX_NODES, MAX_JSON_VALUES). Measured
 2026-12-01 with the lean model (core/program/lean.py; load ~3 on 2 shared CPUs):
@@ -85,6 +87,21 @@ All four merged (main, 2026-12-01 16:30 UTC, alone on the machine, load 1.0;
   before read 2.06 s, six runs of --child window after read 0.81-1.00 s);
   400k/100k open 4.29-4.32x, 1448 MB; worst search 41 ms at 400k; audit
   22-28 ms at 400k (the first 399-405 ms); list best 89-92 ms wall.
+
+With the scan bounded as it reads (each node struct counts itself, and charges
+its bytes for texts over ~900 MB; tensor records decoded after the scan, counted
+first where they could cost much) and metadata kept as shared parts, measured
+2026-12-01 19:10 (load ~0.3, but this shared machine ran ~1.4x slower than in
+the figures above: a bare interpreter took 16 ms, not 11):
+  paints 1.28/1.16/1.27 s CPU beside loads of 1.38/1.21/1.09 s: 1.05x (0.39x a
+  GC-on loads), peak 430 MB; open 100k 5.06 s / 416 MB, 400k 19.4 s / 1447 MB:
+  3.84x; search worst 50 ms and audit 25 ms at 400k; list 103 ms (bare 16 ms).
+  Distinct layers: 100k opens in 7.84 s / 517 MB; 400k is refused by
+  MAX_MODEL_VALUES (13.5M values) after a 1363 MB peak (it was refused by the
+  scan budget at 1642 MB, its metadata copies 484 MB).
+  Side by side with the code before the bounds (539e959), alternated, 4 paints
+  each: 1.39-1.52 s before, 1.51-1.68 s after: the bounds cost ~0.15 s of CPU
+  (the nodes' counting, the records' second pass).
 """
 
 from __future__ import annotations
