@@ -18,6 +18,7 @@ import threading
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -243,7 +244,12 @@ class Archive(Struct, dict=True, weakref=True):
             if fileno is not None and hasattr(os, "pread"):  # (not on Windows)
                 data = self._guarded(rel, lambda _stream: _read_stored(fileno(), info), info)
                 crc = _Crc(data, alongside)
-                return data, lambda: self._guarded(rel, lambda _stream: crc.check(info), info)
+
+                def check() -> None:
+                    with _reading(rel):
+                        crc.check(info)
+
+                return data, check
         buffer = bytearray(min(limit, info.file_size) + 1)
 
         def fill(stream: Any) -> int:
@@ -275,17 +281,8 @@ class Archive(Struct, dict=True, weakref=True):
 
     def _guarded(self, rel: str, read: Callable[[Any], _T], info: zipfile.ZipInfo) -> _T:
         """`read(stream)` of the record, zip and zlib failures as ArchiveErrors."""
-        try:
-            with self._zip.open(info) as stream:
-                return read(stream)
-        except NotImplementedError as exc:
-            raise ArchiveError(f"record {rel} uses a compression method this reader "
-                               f"does not support ({exc})") from None
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError,
-                RuntimeError, ValueError) as exc:
-            raise ArchiveError(f"record {rel} cannot be read ({_reason(exc)})") from None
-        except Exception as exc:  # zlib.error and friends from a corrupt stream
-            raise ArchiveError(f"record {rel} is corrupt ({_reason(exc)})") from None
+        with _reading(rel), self._zip.open(info) as stream:
+            return read(stream)
 
     @staticmethod
     def _within(rel: str, data: _B, limit: int) -> _B:
@@ -429,6 +426,21 @@ def _read_stored(fd: int, info: zipfile.ZipInfo) -> bytes:
     if len(data) != info.file_size:
         raise EOFError(f"{info.file_size - len(data):,} bytes missing at the end")
     return data
+
+
+@contextmanager
+def _reading(rel: str) -> Iterator[None]:
+    """Zip and zlib failures while reading record `rel`, as ArchiveErrors."""
+    try:
+        yield
+    except NotImplementedError as exc:
+        raise ArchiveError(f"record {rel} uses a compression method this reader "
+                           f"does not support ({exc})") from None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError,
+            RuntimeError, ValueError) as exc:
+        raise ArchiveError(f"record {rel} cannot be read ({_reason(exc)})") from None
+    except Exception as exc:  # zlib.error and friends from a corrupt stream
+        raise ArchiveError(f"record {rel} is corrupt ({_reason(exc)})") from None
 
 
 def _checked() -> None:

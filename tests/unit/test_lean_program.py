@@ -345,22 +345,27 @@ def test_the_scan_costs_no_more_per_record_byte_than_its_budget_says() -> None:
     assert held / len(span) <= lean_mod._RECORD_COST_PER_BYTE, f"{held / len(span):.1f} per byte"
 
 
+def _peak_while_refused(text: bytes, message: str) -> int:
+    """The allocator's peak (tracemalloc) while the lean parse refuses `text`."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(ArchiveError, match=message):
+            parse_program_lean(text, "model")
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 def test_the_scan_stops_at_the_node_limit_as_it_reads(monkeypatch) -> None:
     # msgspec checks a list's length once it is built: the nodes count themselves,
     # so the scan of 100,000 tiny nodes stops after the 1,001st (peak: their
     # structs, ~70 kB, not 100,000 of them, ~7 MB)
-    import tracemalloc
-
     monkeypatch.setattr(lean_mod.full, "MAX_NODES", 1000)
     text = (b'{"graph_module":{"graph":{"nodes":[' + b'{"target":""},' * 100_000
             + b'{"target":""}]}}}')
-    tracemalloc.start()
-    try:
-        with pytest.raises(ArchiveError, match="more than 1,000 nodes"):
-            parse_program_lean(text, "model")
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    peak = _peak_while_refused(text, "more than 1,000 nodes")
     assert peak < 1_000_000, f"{peak:,} bytes at the peak"
 
 
@@ -465,17 +470,9 @@ def test_metadata_kept_whole_is_decoded_as_the_full_parse_does(
 def test_metadata_parts_are_charged_as_they_are_made(monkeypatch) -> None:
     # 20,000 nodes with 30 distinct tiny metadata keys each: ~100 bytes of parts
     # per 9 bytes of text; refused once they pass the budget, not after
-    import tracemalloc
-
     nodes = b",".join(orjson.dumps({"target": "t", "metadata": {
         f"k{i}_{j}": 0 for j in range(30)}}) for i in range(20_000))
     text = b'{"graph_module":{"graph":{"nodes":[' + nodes + b"]}}}"
     monkeypatch.setattr(lean_mod, "MAX_SCAN_BYTES", len(text) + 8_000_000)
-    tracemalloc.start()
-    try:
-        with pytest.raises(ArchiveError, match="need more than the limit"):
-            parse_program_lean(text, "model")
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    peak = _peak_while_refused(text, "need more than the limit")
     assert peak < 20_000_000, f"{peak:,} bytes at the peak"
