@@ -147,6 +147,8 @@ class Archive(Struct, dict=True, weakref=True):
     _records_by_folded: dict[str, Record] = field(default_factory=dict)
     _programs: dict[str, Program] = field(default_factory=dict)
     _program_values: dict[str, int] = field(default_factory=dict)  # MAX_JSON_VALUES
+    # A program's text read for its first screen, kept for its parse (one read).
+    _unparsed: dict[str, tuple[bytes | bytearray, LateCheck]] = field(default_factory=dict)
     # The window's tasks and the audit read programs from several threads: one parse
     # per program, never two racing to fill the cache.
     _program_lock: threading.RLock = field(default_factory=threading.RLock)
@@ -164,6 +166,7 @@ class Archive(Struct, dict=True, weakref=True):
         with self._program_lock:
             self._programs.clear()
             self._program_values.clear()
+            self._unparsed.clear()
 
     def __enter__(self) -> Archive:
         return self
@@ -233,22 +236,20 @@ class Archive(Struct, dict=True, weakref=True):
         return data
 
     def read_buffer_checked_later(self, rel: str, limit: int, alongside: bool = True
-                                  ) -> tuple[bytes | bytearray, Callable[[], None]]:
+                                  ) -> tuple[bytes | bytearray, LateCheck]:
         """(read_buffer's bytes, a check that raises ArchiveError if they are not
         what the archive stored). With `alongside`, a stored entry's CRC is computed
         on another thread (zlib lets go of the GIL) while the caller parses the
-        bytes: 200 MB is 0.06-0.1 s of CRC off the wall time of opening."""
+        bytes: 200 MB is 0.06-0.1 s of CRC off the wall time of opening. Else the
+        check's start() begins it, or the check computes it."""
         info = self._open_entry(rel, limit)
         if info.compress_type == zipfile.ZIP_STORED and info.compress_size == info.file_size:
             fileno = getattr(self._zip.fp, "fileno", None)
             if fileno is not None and hasattr(os, "pread"):  # (not on Windows)
                 data = self._guarded(rel, lambda _stream: _read_stored(fileno(), info), info)
-                crc = _Crc(data, alongside)
-
-                def check() -> None:
-                    with _reading(rel):
-                        crc.check(info)
-
+                check = LateCheck(rel, info, data)
+                if alongside:
+                    check.start()
                 return data, check
         buffer = bytearray(min(limit, info.file_size) + 1)
 
@@ -264,7 +265,7 @@ class Archive(Struct, dict=True, weakref=True):
 
         got = self._guarded(rel, fill, info)  # zipfile checks the CRC at the end
         del buffer[got:]
-        return self._within(rel, buffer, limit), _checked
+        return self._within(rel, buffer, limit), LateCheck(rel)
 
     def _open_entry(self, rel: str, limit: int) -> zipfile.ZipInfo:
         info = self._entry(rel)
@@ -353,6 +354,23 @@ class Archive(Struct, dict=True, weakref=True):
         with self._program_lock:
             return self._parse_program(name)
 
+    def first_screen(self, name: str) -> list[str] | None:
+        """The first lines of program `name`'s listing, from the head of its text
+        alone (program/head.py: tens of milliseconds where the parse takes a
+        second), before the program is parsed; None where its text does not give
+        them, or it is parsed already. The text read is kept for program(name).
+        Its CRC is checked by that parse: the first lines may come from a
+        damaged file, which the parse then refuses."""
+        from inspector.core.program.head import first_screen
+
+        with self._program_lock:
+            if name in self._programs:
+                return None
+            pending = self._unparsed.get(name) or self.read_buffer_checked_later(
+                self.program_path(name), MAX_PROGRAM_BYTES, alongside=False)
+            self._unparsed[name] = pending
+        return first_screen(pending[0], name)
+
     def forget_program(self, name: str) -> None:
         """Drop the cached parse of `name` (a CLI listing one program after another)."""
         with self._program_lock:
@@ -371,7 +389,9 @@ class Archive(Struct, dict=True, weakref=True):
         from inspector.core.program.lean import LeanUnsupported, parse_program_lean
 
         held = sum(self._program_values.get(n, 0) for n in self._programs if n != name)
-        data, check = self.read_buffer_checked_later(self.program_path(name), MAX_PROGRAM_BYTES)
+        data, check = self._unparsed.pop(name, None) or self.read_buffer_checked_later(
+            self.program_path(name), MAX_PROGRAM_BYTES, alongside=False)
+        check.start()
         try:
             parsed = parse_program_lean(data, name, held)
         except LeanUnsupported:
@@ -443,8 +463,31 @@ def _reading(rel: str) -> Iterator[None]:
         raise ArchiveError(f"record {rel} is corrupt ({_reason(exc)})") from None
 
 
-def _checked() -> None:
-    """A check already made (zipfile checked a compressed entry's CRC as it read)."""
+class LateCheck:
+    """Archive.read_buffer_checked_later's check of a stored entry's bytes:
+    `start()` computes their CRC on its own thread; calling the check raises
+    ArchiveError if they are not what the archive stored (computing the CRC
+    then, if it was not started). Without `info`: a check already made (zipfile
+    checked a compressed entry's CRC as it read)."""
+
+    __slots__ = ("_rel", "_info", "_data", "_crc")
+
+    def __init__(self, rel: str, info: zipfile.ZipInfo | None = None,
+                 data: bytes | None = None) -> None:
+        self._rel, self._info, self._data = rel, info, data
+        self._crc: _Crc | None = None
+
+    def start(self) -> None:
+        if self._crc is None and self._data is not None:
+            self._crc, self._data = _Crc(self._data, alongside=True), None
+
+    def __call__(self) -> None:
+        if self._info is None:
+            return
+        if self._crc is None:
+            self._crc, self._data = _Crc(self._data or b"", alongside=False), None
+        with _reading(self._rel):
+            self._crc.check(self._info)
 
 
 class _Crc:

@@ -241,13 +241,30 @@ def complete_view(view: ProgramView) -> ProgramView:
     return index_view(view).apply(view)
 
 
-def open_document(path: str | Path, program: str | None = None) -> tuple[ArchiveDoc, ProgramView | None]:
+# Programs whose JSON is bigger than this (~15,000 nodes) show their first lines
+# from the head of their text (Archive.first_screen) while they are parsed.
+FIRST_SCREEN_ABOVE_BYTES = 32 * 1024 * 1024
+
+
+def open_document(path: str | Path, program: str | None = None,
+                  first_screen: Callable[[str, list[str]], object] | None = None
+                  ) -> tuple[ArchiveDoc, ProgramView | None]:
+    """The archive and the view of its first program (`program`, else the one a
+    user would look at first). `first_screen(name, lines)`, for a big program:
+    its first listing lines, made before it is parsed (the caller may paint them
+    meanwhile; the call returns before the parse starts)."""
     archive = open_archive(path)
     doc = ArchiveDoc(Path(path), archive)
     names = archive.program_names
     if not names:
         return doc, None
     first = program if program in names else _preferred(names)
+    if first_screen is not None:
+        record = archive.record(archive.program_path(first))
+        if record is not None and record.size > FIRST_SCREEN_ABOVE_BYTES:
+            lines = archive.first_screen(first)
+            if lines:
+                first_screen(first, lines)
     view = build_program_view(archive, first)
     doc.views[first] = view
     return doc, view

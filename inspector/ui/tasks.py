@@ -11,8 +11,9 @@ back on the GUI thread.
   traceback is the details.
 - `key`: starting a task with the key of a live one cancels the older one; its
   result is dropped (stale results never reach the screen).
-- `context=True`: fn gets a TaskContext first, to report progress (`on_progress`) and
-  to ask whether it should stop (cooperative: a parse cannot be interrupted midway).
+- `context=True`: fn gets a TaskContext first, to report progress (`on_progress`),
+  to hand over what can be shown before the outcome (`on_partial`), and to ask
+  whether it should stop (cooperative: a parse cannot be interrupted midway).
   `task.stop()` asks it to stop and still delivers its outcome (a Cancel button);
   `task.cancel()` also drops the outcome.
 - `cancel()` drops every pending outcome; queued tasks never start. `close(then)`
@@ -50,6 +51,11 @@ class TaskContext:
         """Report progress 0..1 (delivered to on_progress on the GUI thread)."""
         self._task._emit(self._task.signals.progress, float(fraction))
 
+    def partial(self, value: Any) -> None:
+        """Hand over what can be shown before the outcome (delivered to on_partial on
+        the GUI thread; never after the outcome, nor once cancelled)."""
+        self._task._emit(self._task.signals.partial, value)
+
     def cancelled(self) -> bool:
         """Whether the task was asked to stop (Task.stop) or cancelled."""
         return self._task.stopping
@@ -59,6 +65,7 @@ class _Signals(QObject):
     # the outcome: ("done", value) or ("failed", message, details); always exactly one
     ended = Signal(object)
     progress = Signal(float)
+    partial = Signal(object)
 
 
 class Task(QRunnable):
@@ -69,7 +76,7 @@ class Task(QRunnable):
         super().__init__()
         self.fn, self.args, self.key = fn, args, key
         self.context = context
-        self.reports_progress = False  # something is connected to signals.progress
+        self.connected: list[Any] = []  # its signals beside `ended` something listens to
         self.signals = _Signals()
         self._cancel = threading.Event()  # outcome dropped
         self._stop = threading.Event()  # asked to stop early; outcome still delivered
@@ -137,6 +144,7 @@ class TaskGroup(QObject):
 
     def start(self, fn: Callable[..., Any], *args: Any, on_done: Done | None = None,
               on_fail: Failed | None = None, on_progress: Callable[[float], Any] | None = None,
+              on_partial: Callable[[Any], Any] | None = None,
               on_end: Callable[[], Any] | None = None, key: str | None = None,
               context: bool = False) -> Task:
         if key is not None:
@@ -148,10 +156,11 @@ class TaskGroup(QObject):
         # a method of the group, not a closure: Qt drops the connection when the group
         # is deleted (a closed tab, a closed pane), and nothing holds the task in C++
         task.signals.ended.connect(self._on_ended)
-        if on_progress is not None:
-            task.reports_progress = True
-            task.signals.progress.connect(
-                lambda f, t=task: None if t.cancelled else on_progress(f))
+        for signal, slot in ((task.signals.progress, on_progress),
+                             (task.signals.partial, on_partial)):
+            if slot is not None:
+                task.connected.append(signal)
+                signal.connect(lambda v, t=task, slot=slot: None if t.cancelled else slot(v))
         if not was_busy:
             self.busyChanged.emit(True)
         self.pool.start(task)
@@ -226,8 +235,7 @@ def _release(task: Task) -> None:
     signals hold the task, its group and the callbacks' captures (a closed
     document's views) in C++, where Python's collector cannot see the cycle."""
     task.fn, task.args = None, ()
-    signals = [task.signals.ended] + ([task.signals.progress] if task.reports_progress else [])
-    for signal in signals:
+    for signal in [task.signals.ended, *task.connected]:
         try:
             signal.disconnect()
         except (RuntimeError, TypeError):  # the signals object is gone already

@@ -18,7 +18,9 @@ TaskGroup, inspector/ui/tasks.py) so closing the document cancels it first.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +39,7 @@ from inspector.core.document import (
 from inspector.core.gcpause import release_frozen
 from inspector.core.heap import give_back_freed
 from inspector.core.shapes import ProgramShapes, archive_shapes
-from inspector.ui.tasks import TaskContext, TaskGroup
+from inspector.ui.tasks import Task, TaskContext, TaskGroup
 
 # Threads for all in-process work of a window: two parse/index tasks at once (each
 # holds the GIL most of the time, more would not go faster) plus room for a panel's.
@@ -144,6 +146,34 @@ class Document(QObject):
             return False
 
 
+@dataclass
+class FirstScreen:
+    """The first listing lines of a big program, made from the head of its text
+    while the archive is still read (Workspace.firstScreenReady). The reader
+    waits until `painted()` (or PAINT_WAIT_MS) before it parses the program,
+    which holds the GIL against the painting GUI thread."""
+
+    path: Path
+    program: str
+    lines: list[str]
+    _painted: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    def painted(self) -> None:
+        self._painted.set()
+
+
+def _open_showing_first_screen(ctx: TaskContext, path: Path, program: str | None
+                               ) -> tuple[ArchiveDoc, ProgramView | None]:
+    """Worker side of Workspace.open: open_document, handing over a big program's
+    first screen (ctx.partial) and waiting for it to be painted."""
+    def show(name: str, lines: list[str]) -> None:
+        screen = FirstScreen(path, name, lines)
+        ctx.partial(screen)
+        screen._painted.wait(PAINT_WAIT_MS / 1000)
+
+    return open_document(path, program, first_screen=show)
+
+
 def _release_memory() -> None:
     """After a document closed: collect what its builders froze, then give the
     freed pages back to the system (core/heap.py: else the window stays at the
@@ -164,6 +194,8 @@ def _stream_and_index(ctx: TaskContext, view: ProgramView) -> ViewIndex | None:
 
 class Workspace(QObject):
     documentOpened = Signal(object)  # Document: read, its first program built
+    firstScreenReady = Signal(object)  # FirstScreen: a big program's first lines, while read
+    openFinished = Signal(str)  # path: its open ended (after documentOpened or openFailed)
     documentClosed = Signal(object)  # Document: removed; its archive closes when idle
     currentChanged = Signal(object)  # Document | None
     marksChanged = Signal(object, str)  # Document, program: its annotations changed
@@ -185,6 +217,7 @@ class Workspace(QObject):
         self.documents: list[Document] = []
         self._current: Document | None = None
         self._opening = TaskGroup(self.pool, self)  # opens: no document owns them yet
+        self._open_tasks: dict[Path, Task] = {}
         self._loads = 0
 
     # -- documents --
@@ -217,11 +250,33 @@ class Workspace(QObject):
             self.close(doc)
         stamp = file_stamp(path)  # before reading: a change while reading shows next time
         size = stamp[0] if stamp else 0
-        self._run(self._opening, f"Opening {path.name} ({size / 1e6:.1f} MB)…",
-                  open_document, path, program,
-                  on_done=lambda result: self._opened(path, result, stamp),
-                  on_fail=lambda msg, det: self.openFailed.emit(str(path), msg, det))
+
+        def done(result: tuple[ArchiveDoc, ProgramView | None]) -> None:
+            self._opened(path, result, stamp)
+            self._open_ended(path)
+
+        def failed(msg: str, det: str) -> None:
+            self.openFailed.emit(str(path), msg, det)
+            self._open_ended(path)
+
+        task = self._run(self._opening, f"Opening {path.name} ({size / 1e6:.1f} MB)…",
+                         _open_showing_first_screen, path, program, context=True,
+                         on_partial=self.firstScreenReady.emit, on_done=done, on_fail=failed)
+        if task is not None:
+            self._open_tasks[path] = task
         return None
+
+    def cancel_open(self, path: str | Path) -> None:
+        """Drop the outcome of `path`'s open, if it is being read (its first-screen
+        tab was closed): no document is made of it."""
+        task = self._open_tasks.get(Path(path))
+        if task is not None:
+            task.cancel()
+            self._open_ended(Path(path))
+
+    def _open_ended(self, path: Path) -> None:
+        if self._open_tasks.pop(path, None) is not None:
+            self.openFinished.emit(str(path))
 
     def _opened(self, path: Path, result: tuple[ArchiveDoc, ProgramView | None],
                 stamp: tuple[int, int] | None = None) -> None:
@@ -299,10 +354,11 @@ class Workspace(QObject):
 
     def _run(self, group: TaskGroup, message: str, fn, *args, on_done, on_fail,
              key: str | None = None, after: tuple[Any, Callable[[], bool]] | None = None,
-             **options) -> None:
+             **options) -> Task | None:
         """A load counted by busyChanged/loadsFinished (cancelled ones included),
         from now on; `after` = (signal, dropped): started when the signal fires
-        (at most PAINT_WAIT_MS later), not at all if dropped() says so then."""
+        (at most PAINT_WAIT_MS later), not at all if dropped() says so then.
+        Returns the task, when it started now."""
         self._loads += 1
         if self._loads == 1:
             self.busyChanged.emit(True)
@@ -328,12 +384,12 @@ class Workspace(QObject):
             ended()
             on_fail(msg, det)
 
-        def start() -> None:
-            group.start(fn, *args, on_done=done, on_fail=failed, on_end=ended, key=key, **options)
+        def start() -> Task:
+            return group.start(fn, *args, on_done=done, on_fail=failed, on_end=ended, key=key,
+                               **options)
 
         if after is None:
-            start()
-            return
+            return start()
         signal, dropped = after
         waiting = [True]
 
@@ -352,6 +408,7 @@ class Workspace(QObject):
 
         signal.connect(go)
         QTimer.singleShot(PAINT_WAIT_MS, self, go)
+        return None
 
     def _maybe_loads_finished(self) -> None:
         if self._loads == 0:

@@ -101,8 +101,11 @@ def test_source_pane_clears_on_a_line_without_a_node(qtbot, window, toy_tab):
     assert listing.current_line() == blank
     assert source.frame is None
     assert source.editor.toPlainText() == ""
-    assert f"Line {blank + 1} has no node" in source.header.text()
+    # said in plain words, greyed: never markup shown as is (the header is plain text)
+    assert source.header.text() == f"Line {blank + 1} has no node, so no source."
+    assert not source.header.isEnabled()
     assert window.source_nodes() == []
     # back on a node: its source again
     listing.set_current_line(with_node)
     assert source.frame is not None and source.editor.toPlainText() == shown
+    assert source.header.isEnabled()

@@ -182,7 +182,7 @@ class SourcePane(QWidget):
                 self.missing = True
                 self._file = None
                 self._set_text("", lex=False)
-                self.header.setText(f"{where} — file not found on this machine")
+                self._header(f"{where} — file not found on this machine")
                 self.header.setToolTip(plain_tip(frame.file))
                 self.editor.setPlainText(
                     f"# {shown(frame.file)} is not on this machine.\n"
@@ -191,7 +191,7 @@ class SourcePane(QWidget):
                 self._mark(3)
                 return
             self.missing = False
-            self.header.setText(f"{where} in {frame.function}")
+            self._header(f"{where} in {frame.function}")
             self.header.setToolTip(plain_tip(frame.file if local == frame.file
                                              else f"recorded: {frame.file}\nshown: {local}"))
             if not same:
@@ -281,16 +281,19 @@ class SourcePane(QWidget):
         self.prev_btn.setEnabled(count > 0)
         self.next_btn.setEnabled(count > 0)
 
+    def _header(self, text: str, muted: bool = False) -> None:
+        """The header line, plain text (an ElidedLabel: markup would show as is);
+        a message rather than a frame is greyed (disabled)."""
+        self.header.setText(text)
+        self.header.setEnabled(not muted)
+
     def show_message(self, text: str) -> None:
         """No frame to show (a line without a node, a node without a stack trace):
         say why instead of keeping the previous node's source."""
         self.frame = None
         self.missing = True  # no file: a click in the editor selects no nodes
         self._file = None
-        from html import escape
-
-        # the header is rich text for frames; escaped here, so `text` stays plain
-        self.header.setText(f"<span style='color:gray'>{escape(text)}</span>")
+        self._header(text, muted=True)
         self.header.setToolTip("")
         self.highlighter.spans = {}
         self.editor.setPlainText("")

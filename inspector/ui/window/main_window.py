@@ -43,10 +43,11 @@ from inspector.ui.widgets.source_pane import SourcePane
 from inspector.ui.widgets.theme import current_theme
 from inspector.ui.window.actions import build_menus, fill_recent_menu
 from inspector.ui.window.archive_tab import ArchiveTab
+from inspector.ui.window.first_screen_tab import FirstScreenTab
 from inspector.ui.window.docks import DockedPanels, install_panels
 from inspector.ui.window.modes import LISTING, Modes
 from inspector.ui.window.welcome import WelcomePage
-from inspector.ui.workspace import Document, Workspace
+from inspector.ui.workspace import Document, FirstScreen, Workspace
 
 APP_TITLE = "PT2 Inspector"
 FILE_FILTER = "PyTorch export archives (*.pt2);;All files (*)"
@@ -64,6 +65,7 @@ RELAYOUT_RATIO = 1.15
 
 class MainWindow(QMainWindow):
     archiveOpened = Signal(str)  # path, once its first program is shown
+    firstScreenShown = Signal(str)  # path: a big program's first lines painted, while read
     loadsFinished = Signal()  # no archive or program is loading any more
 
     def __init__(self, parent: QWidget | None = None, remember: bool = True,
@@ -143,6 +145,8 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.cursor_label)
 
         ws.documentOpened.connect(self._opened)
+        ws.firstScreenReady.connect(self._first_screen)
+        ws.openFinished.connect(lambda path: self._drop_first_screen(Path(path)))
         ws.documentClosed.connect(self._closed)  # also a stale document on reopen
         ws.currentChanged.connect(self._current_changed)
         ws.programLoaded.connect(self._program_loaded)
@@ -264,18 +268,62 @@ class MainWindow(QMainWindow):
                 return tab
         return None
 
+    def _first_screen_tab(self, path: Path) -> FirstScreenTab | None:
+        for i in range(self.tabs.count()):
+            tab = self.tabs.widget(i)
+            if isinstance(tab, FirstScreenTab) and tab.path == path:
+                return tab
+        return None
+
+    def _first_screen(self, screen: FirstScreen) -> None:
+        """A big program's first lines while its archive is read: a tab of their own,
+        which the archive's tab replaces (_opened)."""
+        if self._first_screen_tab(screen.path) is not None:
+            screen.painted()
+            return
+        tab = FirstScreenTab(screen, self)
+        path = str(screen.path)
+        tab.listing.painted.connect(lambda: self.firstScreenShown.emit(path))
+        index = self.tabs.addTab(tab, screen.path.name)
+        self.tabs.setTabToolTip(index, path)
+        self.tabs.setCurrentIndex(index)
+        self._update_empty()
+        tab.listing.setFocus()
+
+    def _drop_first_screen(self, path: Path) -> None:
+        """Its open ended without a tab taking its place (it failed)."""
+        tab = self._first_screen_tab(path)
+        if tab is not None:
+            self.tabs.removeTab(self.tabs.indexOf(tab))
+            tab.deleteLater()
+            self._update_empty()
+
     def _opened(self, doc: Document) -> None:
         tab = ArchiveTab(doc, self)
         tab.programRequested.connect(lambda name, t=tab: self.workspace.load_program(t.doc, name))
         tab.currentLineChanged.connect(lambda line, t=tab: self._line_changed(t, line))
         tab.jumped.connect(lambda old, new, t=tab: self._record_jump(t, old, new))
         tab.usersRequested.connect(self.show_users)
-        index = self.tabs.addTab(tab, doc.path.name)
+        first = self._first_screen_tab(doc.path)
+        self.tabs.setUpdatesEnabled(False)  # one paint for the swap, not three
+        if first is not None:  # in its place, where its lines were read from
+            index = self.tabs.insertTab(self.tabs.indexOf(first), tab, doc.path.name)
+        else:
+            index = self.tabs.addTab(tab, doc.path.name)
         self.tabs.setTabToolTip(index, str(doc.path))
         self.tabs.setCurrentIndex(index)
         view = doc.view()
         if view is not None:
             tab.show_view(view)
+        if first is not None:
+            line, v, h = first.place()
+            if (line, v, h) != (0, 0, 0) and view is not None:  # the user moved meanwhile
+                tab.listing.set_current_line(line)
+                tab.listing.verticalScrollBar().setValue(v)
+                tab.listing.horizontalScrollBar().setValue(h)
+            self.tabs.removeTab(self.tabs.indexOf(first))
+            first.deleteLater()
+        self.tabs.setUpdatesEnabled(True)
         self._update_empty()
         self._program_shown(tab)
         keys.add_recent_file(doc.path)
@@ -333,6 +381,9 @@ class MainWindow(QMainWindow):
             self._pending_node = {k: v for k, v in self._pending_node.items() if v[0] is not tab}
             self._hist_pos = len(self._history) - 1
             self.workspace.close(tab.doc)  # its tasks first, then its archive
+            tab.deleteLater()
+        elif isinstance(tab, FirstScreenTab):  # still read: no document is made of it
+            self.workspace.cancel_open(tab.path)
             tab.deleteLater()
         elif hasattr(tab, "shutdown"):  # a compare tab: its worker first
             tab.shutdown()

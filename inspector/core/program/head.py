@@ -1,0 +1,114 @@
+"""The first screen of a big program's listing, from the head of its text alone.
+
+The lean scan (lean.py) reads the whole text before the listing can start: ~1 s
+for a 200 MB program. What the window paints first is a few hundred lines,
+which depend only on the graph's first nodes, their tensor records, and the
+small parts torch writes after the records (symbolic values, signature,
+versions). torch writes them in that order: a graph's inputs, outputs and nodes,
+then its tensor records in node order, then the rest. So the first nodes, the
+records up to theirs and the text after the records make a small program text of
+their own, and its listing up to its last node is the big program's first lines
+(tests/unit/test_program_head.py checks that on every program of the fidelity
+corpus, against the whole listing).
+
+Only byte searches cut the text, never a parse: a quote inside a JSON string is
+escaped, so `{"target":`, `"tensor_values":` or `"name":{"dtype":` seen in the
+text are keys, not string content. The small text is then parsed by the lean
+parse, which judges it as it judges any program; a text laid out otherwise (keys
+in another order, a node holding a subgraph among the first, a record missing)
+gets no first screen (None), and the window waits for the whole parse, as it
+did. Nothing is evaluated; the small text is bounded (_MAX_PART_BYTES for each
+part), so its parse is too. The first screen is shown only until the whole
+listing is ready, which replaces it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from inspector.core.errors import ArchiveError
+from inspector.core.listing import Listing, render_listing
+from inspector.core.program.lean import LeanUnsupported, parse_program_lean
+from inspector.core.program.model import K
+
+# Nodes in a first screen: ~2.5 listing lines each, several screens.
+HEAD_NODES = 400
+# Each part taken from the text (before the nodes, the nodes, the records, the
+# end): a program whose parts are bigger gets no first screen.
+_MAX_PART_BYTES = 16 * 1024 * 1024
+
+_NODES_KEY = re.compile(rb'"nodes"\s*:\s*\[\s*(?=\{)')
+_NEXT_NODE = re.compile(rb'\}\s*,\s*(?=\{\s*"target"\s*:)')
+_RECORDS_KEY = re.compile(rb'"tensor_values"\s*:\s*\{\s*')
+_NEXT_RECORD = re.compile(rb'\}\s*,\s*(?="(?:[^"\\]|\\.)*"\s*:\s*\{\s*"dtype"\s*:)')
+_AFTER_RECORDS = b'"sym_int_values"'
+# arguments whose values have tensor records (a symbolic int's is elsewhere)
+_TENSOR_KINDS = (K.TENSOR, K.TENSORS)
+
+
+def head_text(data: bytes, nodes: int = HEAD_NODES) -> tuple[bytes, int] | None:
+    """(a program text of `data`'s first `nodes` nodes of its main graph, their
+    tensor records and everything after the records; the nodes it holds), or
+    None where `data` is not laid out as torch writes it, or holds fewer nodes."""
+    opened = _NODES_KEY.search(data, 0, _MAX_PART_BYTES)
+    if opened is None:
+        return None
+    start = opened.end()
+    ends = []
+    for m in _NEXT_NODE.finditer(data, start, start + _MAX_PART_BYTES):
+        ends.append(m.start() + 1)
+        if len(ends) == nodes:
+            break
+    if len(ends) < 2 or (len(ends) < nodes and ends[-1] < start + _MAX_PART_BYTES // 2):
+        return None  # a small graph (the whole parse is quick), or nodes too big
+    # The main graph's records and what follows them are its last ones: nested
+    # graphs (control flow) lie inside its nodes, before.
+    after = data.rfind(_AFTER_RECORDS)
+    if after < 0 or len(data) - after > _MAX_PART_BYTES:
+        return None
+    key = data.rfind(b'"tensor_values"', ends[-1], after)
+    records = _RECORDS_KEY.match(data, key) if key >= 0 else None
+    if records is None:
+        return None
+    first = records.end()
+    # the records in node order: the graph's inputs', then each node's; a few
+    # more than the head defines (a node defines one to a few values)
+    want = 4 * len(ends) + data.count(b'"as_', 0, opened.start())
+    cut = first
+    for i, m in enumerate(_NEXT_RECORD.finditer(data, first, min(after, first + _MAX_PART_BYTES))):
+        cut = m.start() + 1
+        if i + 1 >= want:
+            break
+    if cut == first:
+        return None
+    text = b"".join((data[:ends[-1]], b'],"tensor_values":{', data[first:cut], b"},",
+                     data[after:]))
+    return text, len(ends)
+
+
+def first_screen(data: bytes, name: str, nodes: int = HEAD_NODES) -> list[str] | None:
+    """The first lines of program `name`'s listing (its JSON text `data`), made
+    from the head of the text: the lines before the head's last node, each the
+    same as the whole listing's. None where head_text gives none, or the head
+    names a value it holds no record for (then its types would be missing)."""
+    head = head_text(data, nodes)
+    if head is None:
+        return None
+    text, _kept = head
+    try:
+        program, _values = parse_program_lean(text, name)
+    except (LeanUnsupported, ArchiveError):
+        return None
+    graph = program.graph
+    if graph.subgraphs:
+        return None  # listed after the main graph: not on the first screen
+    records = graph.tensor_values
+    defined = [n for arg in graph.inputs if arg.kind in _TENSOR_KINDS for n in arg.tensor_names()]
+    for node in graph.nodes:
+        defined += (n for out in node.outputs if out.kind in _TENSOR_KINDS
+                    for n in out.tensor_names())
+    if any(n not in records for n in defined):
+        return None  # the records were cut before one of them: types would be missing
+    listing: Listing = render_listing(program)
+    last = listing.line_of(graph.nodes[-1])
+    return listing.lines[:last] if last else None
