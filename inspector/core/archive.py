@@ -354,14 +354,15 @@ class Archive(Struct, dict=True, weakref=True):
         with self._program_lock:
             return self._parse_program(name)
 
-    def first_screen(self, name: str) -> list[str] | None:
-        """The first lines of program `name`'s listing, from the head of its text
-        alone (program/head.py: tens of milliseconds where the parse takes a
-        second), before the program is parsed; None where its text does not give
-        them, or it is parsed already. The text read is kept for program(name).
-        Its CRC is checked by that parse: the first lines may come from a
-        damaged file, which the parse then refuses."""
-        from inspector.core.program.head import first_screen
+    def program_head(self, name: str, nodes: int | None = None) -> Program | None:
+        """Program `name` cut to its first nodes, from the head of its text alone
+        (program/head.py: tens of milliseconds where the parse takes a second),
+        for the first lines of its listing before the program is parsed; None
+        where its text does not give one, or it is parsed already (`nodes`:
+        program/head.HEAD_NODES by default). The text read
+        is kept for program(name). Its CRC is checked by that parse: the head
+        may come from a damaged file, which the parse then refuses."""
+        from inspector.core.program.head import HEAD_NODES, head_program
 
         with self._program_lock:
             if name in self._programs:
@@ -369,7 +370,7 @@ class Archive(Struct, dict=True, weakref=True):
             pending = self._unparsed.get(name) or self.read_buffer_checked_later(
                 self.program_path(name), MAX_PROGRAM_BYTES, alongside=False)
             self._unparsed[name] = pending
-        return first_screen(pending[0], name)
+        return head_program(pending[0], name, nodes or HEAD_NODES)
 
     def forget_program(self, name: str) -> None:
         """Drop the cached parse of `name` (a CLI listing one program after another)."""

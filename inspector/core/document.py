@@ -262,12 +262,22 @@ def open_document(path: str | Path, program: str | None = None,
     if first_screen is not None:
         record = archive.record(archive.program_path(first))
         if record is not None and record.size > FIRST_SCREEN_ABOVE_BYTES:
-            lines = archive.first_screen(first)
+            head = archive.program_head(first)
+            lines = first_screen_lines(head) if head is not None else None
             if lines:
                 first_screen(first, lines)
     view = build_program_view(archive, first)
     doc.views[first] = view
     return doc, view
+
+
+def first_screen_lines(head: Program) -> list[str]:
+    """The lines of a program cut to its first nodes (Archive.program_head) that
+    are the whole program's too: those before its last node's (the comment above
+    the next node, the return line, depend on what was cut off)."""
+    listing = render_listing(head)
+    last = listing.line_of(head.graph.nodes[-1])
+    return listing.lines[:last] if last else []
 
 
 def _preferred(names: list[str]) -> str:

@@ -8,8 +8,8 @@ versions). torch writes them in that order: a graph's inputs, outputs and nodes,
 then its tensor records in node order, then the rest. So the first nodes, the
 records up to theirs and the text after the records make a small program text of
 their own, and its listing up to its last node is the big program's first lines
-(tests/unit/test_program_head.py checks that on every program of the fidelity
-corpus, against the whole listing).
+(document.first_screen_lines; tests/unit/test_program_head.py checks that on
+every program of the fidelity corpus, against the whole listing).
 
 Only byte searches cut the text, never a parse: a quote inside a JSON string is
 escaped, so `{"target":`, `"tensor_values":` or `"name":{"dtype":` seen in the
@@ -27,9 +27,8 @@ from __future__ import annotations
 import re
 
 from inspector.core.errors import ArchiveError
-from inspector.core.listing import Listing, render_listing
 from inspector.core.program.lean import LeanUnsupported, parse_program_lean
-from inspector.core.program.model import K
+from inspector.core.program.model import K, Program
 
 # Nodes in a first screen: ~2.5 listing lines each, several screens.
 HEAD_NODES = 400
@@ -86,29 +85,26 @@ def head_text(data: bytes, nodes: int = HEAD_NODES) -> tuple[bytes, int] | None:
     return text, len(ends)
 
 
-def first_screen(data: bytes, name: str, nodes: int = HEAD_NODES) -> list[str] | None:
-    """The first lines of program `name`'s listing (its JSON text `data`), made
-    from the head of the text: the lines before the head's last node, each the
-    same as the whole listing's. None where head_text gives none, or the head
-    names a value it holds no record for (then its types would be missing)."""
+def head_program(data: bytes, name: str, nodes: int = HEAD_NODES) -> Program | None:
+    """The program of head_text(data): the first lines of its listing, up to its
+    last node, are `data`'s (document.first_screen_lines). None where head_text
+    gives none, or the head names a value it holds no record for (its types
+    would be missing), or holds a subgraph (listed after the main graph)."""
     head = head_text(data, nodes)
     if head is None:
         return None
-    text, _kept = head
     try:
-        program, _values = parse_program_lean(text, name)
+        program, _values = parse_program_lean(head[0], name)
     except (LeanUnsupported, ArchiveError):
         return None
     graph = program.graph
-    if graph.subgraphs:
-        return None  # listed after the main graph: not on the first screen
+    if graph.subgraphs or not len(graph.nodes):
+        return None
     records = graph.tensor_values
     defined = [n for arg in graph.inputs if arg.kind in _TENSOR_KINDS for n in arg.tensor_names()]
     for node in graph.nodes:
         defined += (n for out in node.outputs if out.kind in _TENSOR_KINDS
                     for n in out.tensor_names())
     if any(n not in records for n in defined):
-        return None  # the records were cut before one of them: types would be missing
-    listing: Listing = render_listing(program)
-    last = listing.line_of(graph.nodes[-1])
-    return listing.lines[:last] if last else None
+        return None  # the records were cut before one of them
+    return program

@@ -1,0 +1,151 @@
+"""A big program's first screen from the head of its text (core/program/head.py,
+document.first_screen_lines): on every program of the fidelity corpus (real torch
+exports, whose listings test_listing_fidelity.py compares with torch's own
+print_readable), as torch wrote it and written compactly (as bench_lean's
+programs are), the first screen is the whole listing's first lines, line for
+line. A text laid out otherwise gets none, never a wrong one; damaged text
+gets none or is refused by the parse that follows, by its CRC.
+"""
+
+from __future__ import annotations
+
+import random
+import zipfile
+from pathlib import Path
+
+import orjson
+import pytest
+
+from fidelity_cases import session_corpus
+from inspector.core.archive import open_archive
+from inspector.core.document import first_screen_lines
+from inspector.core.errors import ArchiveError
+from inspector.core.listing import render_listing
+from inspector.core.program.head import head_program, head_text
+from inspector.core.program.lean import parse_program_lean
+
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory: pytest.TempPathFactory):
+    import transformers  # noqa: F401  (pytree types of HF outputs, as the fidelity test)
+
+    archives, _ = session_corpus(tmp_path_factory)
+    return archives
+
+
+def _program_texts(path: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(path) as z:
+        return {Path(n).stem: z.read(n) for n in z.namelist()
+                if "/models/" in n and n.endswith(".json")}
+
+
+def _whole_lines(text: bytes, name: str) -> list[str]:
+    program, _ = parse_program_lean(text, name)
+    return render_listing(program).lines
+
+
+def test_first_screen_is_the_listings_first_lines_across_the_corpus(corpus) -> None:
+    heads = programs = 0
+    for archive in corpus:
+        for name, text in _program_texts(archive.path).items():
+            whole = None
+            count = len(parse_program_lean(text, name)[0].graph.nodes)
+            for spelled in (text, orjson.dumps(orjson.loads(text))):  # torch's, compact
+                for nodes in (2, 5, 17):
+                    if count <= nodes:  # a head needs more nodes than it keeps
+                        assert head_program(spelled, name, nodes) is None
+                        continue
+                    programs += 1
+                    head = head_program(spelled, name, nodes)
+                    if head is None:
+                        continue
+                    whole = whole or _whole_lines(text, name)
+                    lines = first_screen_lines(head)
+                    assert len(head.graph.nodes) <= nodes
+                    assert lines and lines == whole[:len(lines)], f"{archive.name}/{name} {nodes}"
+                    heads += 1
+    # nearly every program has a first screen: those that have none hold a
+    # control-flow subgraph among their first nodes
+    assert programs >= 150 and heads >= programs * 0.9, (heads, programs)
+
+
+def test_a_head_holds_its_nodes_and_no_more(corpus) -> None:
+    archive = max(corpus, key=lambda a: a.path.stat().st_size)
+    name, text = max(_program_texts(archive.path).items(), key=lambda kv: len(kv[1]))
+    made = head_text(text, 40)
+    assert made is not None
+    head, kept = made
+    assert kept == 40 and len(head) < len(text)
+    program, _ = parse_program_lean(head, name)
+    whole, _ = parse_program_lean(text, name)
+    assert [n.name for n in program.graph.nodes] == [n.name for n in whole.graph.nodes[:40]]
+    assert program.input_specs == whole.input_specs  # the text after the records, whole
+
+
+def _with_records_reversed(text: bytes) -> bytes:
+    doc = orjson.loads(text)
+    graph = doc["graph_module"]["graph"]
+    graph["tensor_values"] = dict(reversed(list(graph["tensor_values"].items())))
+    return orjson.dumps(doc)
+
+
+def test_no_first_screen_where_the_records_are_not_in_node_order(corpus) -> None:
+    archive = max(corpus, key=lambda a: a.path.stat().st_size)
+    name, text = max(_program_texts(archive.path).items(), key=lambda kv: len(kv[1]))
+    assert head_program(text, name, 5) is not None
+    # the head's records now lie at the end, past the records it takes: its
+    # types would be missing, so it gives none (the window waits for the parse)
+    assert head_program(_with_records_reversed(text), name, 5) is None
+
+
+def test_cut_or_damaged_text_gives_no_first_screen_or_a_true_one(corpus) -> None:
+    archive = max(corpus, key=lambda a: a.path.stat().st_size)
+    name, text = max(_program_texts(archive.path).items(), key=lambda kv: len(kv[1]))
+    whole = _whole_lines(text, name)
+    rng = random.Random(17)
+    heads = 0
+    for _ in range(60):
+        damaged = bytearray(text)
+        for _ in range(rng.randint(1, 4)):
+            at = rng.randrange(len(damaged))
+            damaged[at:at + rng.randint(1, 40)] = bytes(rng.choice(b'{}[],:"x0 ') for _ in range(3))
+        for case in (bytes(damaged), text[:rng.randrange(len(text))]):
+            head = head_program(case, name, 5)  # never raises
+            if head is not None:
+                lines = first_screen_lines(head)
+                heads += 1
+                # damage after the head's part leaves it true; inside, it shows
+                # what the damaged text says, and the parse then refuses or agrees
+                if case[:len(text) // 4] == text[:len(text) // 4] and len(case) == len(text):
+                    assert lines == whole[:len(lines)]
+    assert heads > 0
+
+
+def test_archive_reads_the_text_once_and_its_parse_checks_the_crc(corpus, tmp_path) -> None:
+    archive = max(corpus, key=lambda a: a.path.stat().st_size)
+    with open_archive(archive.path) as a:
+        name = max(a.program_names, key=lambda n: a.record(a.program_path(n)).size)
+        head = a.program_head(name, nodes=5)
+        assert head is not None
+        reads = []
+        original = a.read_buffer_checked_later
+        a.read_buffer_checked_later = lambda *args, **kw: reads.append(args) or original(*args, **kw)
+        whole = render_listing(a.program(name)).lines
+        assert reads == []  # the text program_head read
+        lines = first_screen_lines(head)
+        assert lines == whole[:len(lines)]
+        assert a.program_head(name, nodes=5) is None  # parsed already: no head needed
+    # a stored program with a byte changed inside a string of its head (its
+    # headers keep the CRC of the original): the head is made (it cannot know),
+    # and the parse then refuses it by its CRC
+    with zipfile.ZipFile(archive.path) as z:
+        info = next(i for i in z.infolist() if i.filename.endswith(f"models/{name}.json"))
+    assert info.compress_type == zipfile.ZIP_STORED  # as torch writes programs
+    raw = bytearray(archive.path.read_bytes())
+    raw[raw.index(b'"torch.ops.', info.header_offset) + 1] = ord("T")
+    damaged = tmp_path / "damaged.pt2"
+    damaged.write_bytes(bytes(raw))
+    with open_archive(damaged) as a:
+        assert a.program_head(name, nodes=5) is not None
+        with pytest.raises(ArchiveError, match="CRC"):
+            a.program(name)
