@@ -1,0 +1,89 @@
+"""Issue 17: a big program's first screen is painted from the head of its text
+while the program is parsed (FirstScreenTab), then the archive's tab takes its
+place: the same lines, where the user had moved; closing it cancels the open; a
+failed open drops it. The toy decoder is made "big" by lowering the size above
+which a program gets a first screen, and its head to 30 nodes."""
+
+from __future__ import annotations
+
+import zipfile
+
+import pytest
+
+from inspector.core import document
+from inspector.core.program import head
+from inspector.ui.window.archive_tab import ArchiveTab
+from inspector.ui.window.first_screen_tab import FirstScreenTab
+
+
+@pytest.fixture
+def big(monkeypatch):
+    monkeypatch.setattr(document, "FIRST_SCREEN_ABOVE_BYTES", 0)
+    monkeypatch.setattr(head, "HEAD_NODES", 30)
+
+
+def _shown(listing) -> list[str]:
+    return [listing.line_text(i) for i in range(listing.line_count())]
+
+
+def test_the_first_screen_is_painted_then_the_archive_tab_takes_its_place(
+        qtbot, window, toy_archive, big):
+    seen: dict[str, object] = {}
+
+    def first(path: str) -> None:
+        tab = window.tabs.currentWidget()
+        seen.update(path=path, tab=tab, lines=_shown(tab.listing), tabs=window.tabs.count(),
+                    current=window.current_tab(), docs=list(window.workspace.documents))
+        tab.listing.set_current_line(12)  # the user reads on meanwhile
+
+    window.firstScreenShown.connect(first)
+    with qtbot.waitSignal(window.loadsFinished, timeout=60000):
+        window.open_archive(toy_archive)
+    assert seen["path"] == str(toy_archive)
+    assert isinstance(seen["tab"], FirstScreenTab) and seen["tabs"] == 1
+    assert seen["current"] is None and seen["docs"] == []  # no document yet
+    tab = window.current_tab()
+    assert isinstance(tab, ArchiveTab) and window.tabs.count() == 1
+    assert not any(isinstance(window.tabs.widget(i), FirstScreenTab)
+                   for i in range(window.tabs.count()))
+    lines = seen["lines"]
+    assert 20 <= len(lines) < len(tab.view.listing.lines)
+    assert lines == tab.view.listing.lines[:len(lines)]  # the whole listing's first lines
+    assert tab.listing.current_line() == 12  # where the user was
+    assert window.tabs.tabText(0) == toy_archive.name
+
+
+def test_closing_the_first_screen_cancels_the_open(qtbot, window, toy_archive, big):
+    opened: list[str] = []
+    window.archiveOpened.connect(opened.append)
+    def close(_path: str) -> None:
+        window.close_tab(window.tabs.currentIndex())
+
+    window.firstScreenShown.connect(close)
+    with qtbot.waitSignal(window.loadsFinished, timeout=60000):
+        window.open_archive(toy_archive)
+    assert window.tabs.count() == 0 and window.workspace.documents == []
+    assert opened == []
+    window.firstScreenShown.disconnect(close)
+    # and it opens again, as any file
+    with qtbot.waitSignal(window.archiveOpened, timeout=60000):
+        window.open_archive(toy_archive)
+    assert isinstance(window.current_tab(), ArchiveTab)
+
+
+def test_a_failed_open_drops_the_first_screen(qtbot, window, toy_archive, big, tmp_path):
+    # a byte changed inside a string of the decoder's first node: its head reads
+    # well, and the parse refuses the file by its CRC
+    with zipfile.ZipFile(toy_archive) as z:
+        info = next(i for i in z.infolist() if i.filename.endswith("models/decoder.json"))
+    raw = bytearray(toy_archive.read_bytes())
+    raw[raw.index(b'"torch.ops.', info.header_offset) + 1] = ord("T")
+    damaged = tmp_path / "damaged.pt2"
+    damaged.write_bytes(bytes(raw))
+    shown: list[str] = []
+    window.firstScreenShown.connect(shown.append)
+    with qtbot.waitSignal(window.workspace.openFailed, timeout=60000):
+        window.open_archive(damaged)
+    assert shown == [str(damaged)]
+    qtbot.waitUntil(lambda: window.tabs.count() == 0, timeout=5000)
+    assert window.last_error is not None and "CRC" in window.last_error.text()
