@@ -4,7 +4,8 @@ Panels depend on a Workspace (and widgets), never on the window: a panel's test 
 `Panel(Workspace())`. The window is one client among others: it shows a tab for each
 document, follows `currentChanged`, paints `marksChanged`, and answers `nodeRequested`.
 
-    ws.open(path)                  # read off the GUI thread -> documentOpened(doc)
+    ws.open(path)                  # read off the GUI thread -> documentOpened(doc); a big
+                                   #    program's first lines before -> firstScreenReady
     ws.current                     # the Document of the current tab (or None)
     ws.select_node(program, node)  # -> nodeRequested(doc, program, node)
     ws.annotate(doc, program, AnnotationLayer("profile", heat={...}))  # -> marksChanged

@@ -13,7 +13,9 @@ Targets (issue 17), exit 1 on a miss:
   window first paint of the 100k program <= 0.5x a bare orjson.loads of its JSON
     (CPU, all threads; wall printed too), at a peak under 800 MB. The loads is
     timed with the cyclic GC off, as the archive parses (with it on, as the issue
-    timed it, loads is ~3x slower; that figure is printed too);
+    timed it, loads is ~3x slower; that figure is printed too). The first paint
+    is the first screen's (FirstScreenTab: lines from the head of the text); the
+    whole program's tab, which replaces it, is printed too (and its peak counts);
   the 400k program opens (parse + listing, what the window needs before it paints)
     in <= 4.5x the 100k time, under 3 GB; search (worst query) and audit < 100 ms there;
   `pt2-inspector list` of the full-size toy decoder, whole process, <= 0.1 s wall
@@ -400,23 +402,27 @@ def _bench(args: argparse.Namespace, tmp: Path) -> int:
               for _ in range(args.paints)]  # alternated: both see the machine as it is
     loads, win = (_median([r[k] for r in rounds]) for k in (0, 1))
     if len(rounds) > 1 and "error" not in win and "error" not in loads:
-        print("paints (CPU s, each beside a loads): " + ", ".join(
-            f"{w['cpu']:.2f} vs {lo['cpu']:.2f}" for lo, w in rounds))
+        print("paints (CPU s, first screen / whole tab, each beside a loads): " + ", ".join(
+            f"{w['cpu']:.2f} / {w['open_cpu']:.2f} vs {lo['cpu']:.2f}" for lo, w in rounds))
     if "error" in win or "error" in loads:
         misses.append(f"paint: {win.get('error') or loads.get('error')}")
     else:
         ratio = win["cpu"] / loads["cpu"]
         print(f"100k paint: window {win['cpu']:.2f} s CPU ({win['wall']:.2f} s wall), "
-              f"peak {win['peak_mb']:.0f} MB | bare orjson.loads {loads['cpu']:.2f} s CPU "
-              f"({loads['wall']:.2f} s wall; with the cyclic GC on, as the issue timed it, "
-              f"{loads['gc_cpu']:.2f} s CPU), peak {loads['peak_mb']:.0f} MB | "
+              f"peak {win['peak_mb']:.0f} MB, {win['lines']:,} lines from the head of the text "
+              f"(0: none, the whole program's tab was the first paint) | bare orjson.loads "
+              f"{loads['cpu']:.2f} s CPU ({loads['wall']:.2f} s wall; with the cyclic GC on, as "
+              f"the issue timed it, {loads['gc_cpu']:.2f} s CPU), peak {loads['peak_mb']:.0f} MB | "
               f"ratio {ratio:.2f}x CPU, {win['wall'] / loads['wall']:.2f}x wall; "
               f"{win['cpu'] / loads['gc_cpu']:.2f}x the GC-on loads "
               f"(target <= 0.5x of the GC-off floor, peak < 800 MB)")
+        print(f"100k whole program's tab (parsed, first chunk listed, replacing the first "
+              f"screen): {win['open_cpu']:.2f} s CPU ({win['open_wall']:.2f} s wall), "
+              f"{win['open_cpu'] / loads['cpu']:.2f}x the loads, peak {win['open_peak_mb']:.0f} MB")
         if ratio > 0.5:
             misses.append(f"paint {ratio:.2f}x orjson.loads")
-        if win["peak_mb"] >= 800:
-            misses.append(f"paint peak {win['peak_mb']:.0f} MB")
+        if win["peak_mb"] >= 800 or win["open_peak_mb"] >= 800:
+            misses.append(f"paint peak {max(win['peak_mb'], win['open_peak_mb']):.0f} MB")
 
     # 2. the 400k program vs the 100k one: open, search, audit
     core = {label: run_child("core", path, env) for label, path in programs.items()}

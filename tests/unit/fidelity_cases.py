@@ -204,6 +204,13 @@ def session_corpus(tmp_path_factory: Any, only: list[str] | None = None
             [Skip(k.name, k.stage, k.reason) for k in skipped])
 
 
+def program_texts(path: Path) -> dict[str, bytes]:
+    """Each program's JSON text in the archive at `path`, by program name."""
+    with zipfile.ZipFile(path) as z:
+        return {Path(n).stem: z.read(n) for n in z.namelist()
+                if "/models/" in n and n.endswith(".json")}
+
+
 def rewrite_nodes(src: Path, dst: Path, change: Callable[[dict], None]) -> None:
     """Copy an archive, calling `change(node)` on every node of its programs'
     JSON, those of control-flow subgraphs included (as an older torch wrote them)."""

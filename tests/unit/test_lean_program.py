@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 import pytest
 
-from fidelity_cases import session_corpus
+from fidelity_cases import program_texts, session_corpus
 from inspector.core import archive as archive_mod
 from inspector.core.archive import open_archive
 from inspector.core.errors import ArchiveError
@@ -35,12 +35,6 @@ def corpus(tmp_path_factory: pytest.TempPathFactory):
 
     archives, _ = session_corpus(tmp_path_factory)
     return archives
-
-
-def _program_texts(path: Path) -> dict[str, bytes]:
-    with zipfile.ZipFile(path) as z:
-        return {Path(n).stem: z.read(n) for n in z.namelist()
-                if "/models/" in n and n.endswith(".json")}
 
 
 def _graph_dump(g: Graph) -> dict[str, Any]:
@@ -70,7 +64,7 @@ def test_lean_model_equals_full_model_across_the_corpus(corpus) -> None:
     programs = 0
     subgraphs = 0
     for archive in corpus:
-        for name, text in _program_texts(archive.path).items():
+        for name, text in program_texts(archive.path).items():
             lean, _ = parse_program_lean(text, name)
             whole = parse_program(orjson.loads(text), name, consume=True)  # as the archive did
             assert _dump(lean) == _dump(whole), f"{archive.name}/{name}"
@@ -89,7 +83,7 @@ def test_the_archive_reads_programs_the_lean_way(corpus) -> None:
 
 
 def test_nodes_are_made_on_first_access_and_kept(small_archive: Path) -> None:
-    text = next(iter(_program_texts(small_archive).values()))
+    text = next(iter(program_texts(small_archive).values()))
     program, values = parse_program_lean(text, "model")
     nodes = program.graph.nodes
     assert isinstance(nodes, LazyNodes) and len(nodes) >= 3 and values > 0
@@ -113,7 +107,7 @@ def _with_first_node(text: bytes, node: Any) -> bytes:
 ])
 def test_text_the_lean_parse_does_not_expect_is_judged_by_the_full_one(
         small_archive: Path, tmp_path: Path, node: Any, message: str) -> None:
-    text = _with_first_node(next(iter(_program_texts(small_archive).values())), node)
+    text = _with_first_node(next(iter(program_texts(small_archive).values())), node)
     with pytest.raises(LeanUnsupported):
         parse_program_lean(text, "model")
     with pytest.raises(ArchiveError, match=message):
@@ -138,7 +132,7 @@ def test_a_node_argument_nested_too_deep_is_refused_when_the_program_opens(
     deep: Any = 1
     for _ in range(40):
         deep = [deep]
-    text = _with_first_node(next(iter(_program_texts(small_archive).values())), {
+    text = _with_first_node(next(iter(program_texts(small_archive).values())), {
         "target": "torch.ops.aten.relu.default",
         "inputs": [{"name": "self", "arg": {"as_ints": deep}, "kind": 1}], "outputs": []})
     with pytest.raises(ArchiveError, match="nests deeper"):
@@ -151,7 +145,7 @@ def test_escaped_keys_hide_no_subgraph_or_symbolic_size(corpus) -> None:
     # JSON may spell any key character as \\uXXXX: the lean parse must not miss a
     # control-flow subgraph or a symbolic size written so.
     archive = next(a for a in corpus if a.name == "cond/nested_cond")
-    name, text = next(iter(_program_texts(archive.path).items()))
+    name, text = next(iter(program_texts(archive.path).items()))
     assert b'"as_graph"' in text and b'"as_expr"' in text
     escaped = text.replace(b'"as_graph"', b'"as_gr\\u0061ph"').replace(b'"as_expr"',
                                                                         b'"as_e\\u0078pr"')
@@ -163,7 +157,7 @@ def test_escaped_keys_hide_no_subgraph_or_symbolic_size(corpus) -> None:
 
 
 def test_the_value_budget_counts_what_the_model_makes(small_archive: Path, monkeypatch) -> None:
-    text = next(iter(_program_texts(small_archive).values()))
+    text = next(iter(program_texts(small_archive).values()))
     _, values = parse_program_lean(text, "model")
     # fewer than the whole text counts: repeated metadata and records count once
     assert values < archive_mod.json_value_count(text)
@@ -177,7 +171,7 @@ def test_the_value_budget_counts_what_the_model_makes(small_archive: Path, monke
 
 
 def test_the_scan_budget_bounds_text_and_copies(small_archive: Path, monkeypatch) -> None:
-    text = next(iter(_program_texts(small_archive).values()))
+    text = next(iter(program_texts(small_archive).values()))
     monkeypatch.setattr(lean_mod, "MAX_SCAN_BYTES", len(text) + 100)
     with pytest.raises(ArchiveError, match="limit of"):
         parse_program_lean(text, "model")
@@ -186,7 +180,7 @@ def test_the_scan_budget_bounds_text_and_copies(small_archive: Path, monkeypatch
 def test_threads_making_nodes_at_once_get_the_same_objects(small_archive: Path) -> None:
     import threading
 
-    text = next(iter(_program_texts(small_archive).values()))
+    text = next(iter(program_texts(small_archive).values()))
     for _ in range(5):
         program, _ = parse_program_lean(text, "model")
         start = threading.Barrier(6)
@@ -205,7 +199,7 @@ def test_threads_making_nodes_at_once_get_the_same_objects(small_archive: Path) 
 
 
 def test_tensor_records_past_the_limit_are_refused(small_archive: Path, monkeypatch) -> None:
-    text = next(iter(_program_texts(small_archive).values()))
+    text = next(iter(program_texts(small_archive).values()))
     records = len(orjson.loads(text)["graph_module"]["graph"]["tensor_values"])
     monkeypatch.setattr(lean_mod, "MAX_TENSOR_RECORDS", records - 1)
     with pytest.raises(ArchiveError, match="tensor records, over the limit"):
@@ -251,7 +245,7 @@ def test_the_printed_name_check_reads_the_text_without_making_nodes(small_archiv
     still selects the renaming namespace."""
     from inspector.core.listing import _ILLEGAL_NAMES, _PrintedNames
 
-    text = next(iter(_program_texts(small_archive).values()))
+    text = next(iter(program_texts(small_archive).values()))
     program, _ = parse_program_lean(text, "model")
     nodes = program.graph.nodes
     assert _PrintedNames.for_graph(program.graph).ns is None and nodes.made_count() == 0
@@ -268,7 +262,7 @@ def test_a_top_level_key_torch_does_not_write_is_kept_by_the_second_scan(
         small_archive: Path, monkeypatch) -> None:
     # one scan (lean._RawTop) reads torch's keys; any other sends the text to the
     # dict scan, so unknown_fields keeps it as the full parse does
-    text = next(iter(_program_texts(small_archive).values()))
+    text = next(iter(program_texts(small_archive).values()))
     doc = orjson.loads(text)
     doc["added_by_a_newer_torch"] = {"a": [1, 2]}
     odd = orjson.dumps(doc)
@@ -285,7 +279,7 @@ def test_a_top_level_key_torch_does_not_write_is_kept_by_the_second_scan(
 
 def test_argument_columns_give_each_node_its_own_text(small_archive: Path) -> None:
     # the joined columns (NUL after each text) cut back into the nodes' texts
-    text = next(iter(_program_texts(small_archive).values()))
+    text = next(iter(program_texts(small_archive).values()))
     program, _ = parse_program_lean(text, "model")
     cols = program.graph.nodes._cols
     raw_nodes = orjson.loads(text)["graph_module"]["graph"]["nodes"]
@@ -370,7 +364,7 @@ def test_the_scan_stops_at_the_node_limit_as_it_reads(monkeypatch) -> None:
 
 
 def test_the_scan_charges_its_nodes_against_the_budget(small_archive: Path, monkeypatch) -> None:
-    text = next(iter(_program_texts(small_archive).values()))
+    text = next(iter(program_texts(small_archive).values()))
     nodes = len(orjson.loads(text)["graph_module"]["graph"]["nodes"])
     monkeypatch.setattr(lean_mod, "MAX_SCAN_BYTES", len(text) + nodes * lean_mod._NODE_FIXED_COST)
     with pytest.raises(ArchiveError, match="what its scan keeps of it need more than the limit"):
@@ -381,7 +375,7 @@ def test_names_of_other_types_and_long_ones_go_to_the_full_parse(small_archive: 
     # the scan keeps short strings only: a name holding any JSON would be decoded
     # whole by it; the full parse counts values first (and shows such names as
     # absent, as before)
-    text = next(iter(_program_texts(small_archive).values()))
+    text = next(iter(program_texts(small_archive).values()))
     node = orjson.loads(text)["graph_module"]["graph"]["nodes"][0]
     for name in ([{"a": 1}] * 3, "n" * (lean_mod.MAX_SHORT_TEXT + 1), 7):
         odd = _with_first_node(text, {**node, "name": name})
@@ -392,7 +386,7 @@ def test_names_of_other_types_and_long_ones_go_to_the_full_parse(small_archive: 
 
 def test_many_tensor_records_are_counted_before_they_are_decoded(
         small_archive: Path, monkeypatch) -> None:
-    text = next(iter(_program_texts(small_archive).values()))
+    text = next(iter(program_texts(small_archive).values()))
     records = len(orjson.loads(text)["graph_module"]["graph"]["tensor_values"])
     monkeypatch.setattr(lean_mod, "MAX_TENSOR_RECORDS", records - 1)
     # a small program: no count of its records could pass the budget, so they are
@@ -410,7 +404,7 @@ def test_many_tensor_records_are_counted_before_they_are_decoded(
 
 def test_a_big_top_level_beside_the_graph_module_goes_to_the_full_parse(
         small_archive: Path, monkeypatch) -> None:
-    text = next(iter(_program_texts(small_archive).values()))
+    text = next(iter(program_texts(small_archive).values()))
     doc = orjson.loads(text)
     doc["added_by_a_newer_torch"] = list(range(2000))
     odd = orjson.dumps(doc)
@@ -423,7 +417,7 @@ def test_a_big_top_level_beside_the_graph_module_goes_to_the_full_parse(
 def test_layers_that_differ_share_the_metadata_parts_they_repeat(small_archive: Path) -> None:
     # a real model's layers carry the same stack traces and differ in module paths
     # and call counters: the repeated parts are held once, not each whole text
-    text = next(iter(_program_texts(small_archive).values()))
+    text = next(iter(program_texts(small_archive).values()))
     doc = orjson.loads(text)
     nodes = doc["graph_module"]["graph"]["nodes"]
     layers = []
@@ -454,7 +448,7 @@ def test_layers_that_differ_share_the_metadata_parts_they_repeat(small_archive: 
 def test_metadata_kept_whole_is_decoded_as_the_full_parse_does(
         small_archive: Path, metadata: Any, message: str | None) -> None:
     # over 64 kB, or not an object: not split, decoded whole when its node is made
-    text = next(iter(_program_texts(small_archive).values()))
+    text = next(iter(program_texts(small_archive).values()))
     node = orjson.loads(text)["graph_module"]["graph"]["nodes"][0]
     odd = _with_first_node(text, {**node, "metadata": metadata})
     program, _ = parse_program_lean(odd, "model")

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import random
 import zipfile
-from pathlib import Path
 
 import orjson
 import pytest
 
-from fidelity_cases import session_corpus
+from fidelity_cases import program_texts, session_corpus
 from inspector.core.archive import open_archive
 from inspector.core.document import first_screen_lines
 from inspector.core.errors import ArchiveError
@@ -33,12 +32,6 @@ def corpus(tmp_path_factory: pytest.TempPathFactory):
     return archives
 
 
-def _program_texts(path: Path) -> dict[str, bytes]:
-    with zipfile.ZipFile(path) as z:
-        return {Path(n).stem: z.read(n) for n in z.namelist()
-                if "/models/" in n and n.endswith(".json")}
-
-
 def _whole_lines(text: bytes, name: str) -> list[str]:
     program, _ = parse_program_lean(text, name)
     return render_listing(program).lines
@@ -47,7 +40,7 @@ def _whole_lines(text: bytes, name: str) -> list[str]:
 def test_first_screen_is_the_listings_first_lines_across_the_corpus(corpus) -> None:
     heads = programs = 0
     for archive in corpus:
-        for name, text in _program_texts(archive.path).items():
+        for name, text in program_texts(archive.path).items():
             whole = None
             count = len(parse_program_lean(text, name)[0].graph.nodes)
             for spelled in (text, orjson.dumps(orjson.loads(text))):  # torch's, compact
@@ -71,7 +64,7 @@ def test_first_screen_is_the_listings_first_lines_across_the_corpus(corpus) -> N
 
 def test_a_head_holds_its_nodes_and_no_more(corpus) -> None:
     archive = max(corpus, key=lambda a: a.path.stat().st_size)
-    name, text = max(_program_texts(archive.path).items(), key=lambda kv: len(kv[1]))
+    name, text = max(program_texts(archive.path).items(), key=lambda kv: len(kv[1]))
     made = head_text(text, 40)
     assert made is not None
     head, kept = made
@@ -91,7 +84,7 @@ def _with_records_reversed(text: bytes) -> bytes:
 
 def test_no_first_screen_where_the_records_are_not_in_node_order(corpus) -> None:
     archive = max(corpus, key=lambda a: a.path.stat().st_size)
-    name, text = max(_program_texts(archive.path).items(), key=lambda kv: len(kv[1]))
+    name, text = max(program_texts(archive.path).items(), key=lambda kv: len(kv[1]))
     assert head_program(text, name, 5) is not None
     # the head's records now lie at the end, past the records it takes: its
     # types would be missing, so it gives none (the window waits for the parse)
@@ -100,7 +93,7 @@ def test_no_first_screen_where_the_records_are_not_in_node_order(corpus) -> None
 
 def test_cut_or_damaged_text_gives_no_first_screen_or_a_true_one(corpus) -> None:
     archive = max(corpus, key=lambda a: a.path.stat().st_size)
-    name, text = max(_program_texts(archive.path).items(), key=lambda kv: len(kv[1]))
+    name, text = max(program_texts(archive.path).items(), key=lambda kv: len(kv[1]))
     whole = _whole_lines(text, name)
     rng = random.Random(17)
     heads = 0
