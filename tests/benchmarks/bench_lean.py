@@ -104,6 +104,22 @@ the figures above: a bare interpreter took 16 ms, not 11):
   Side by side with the code before the bounds (539e959), alternated, 4 paints
   each: 1.39-1.52 s before, 1.51-1.68 s after: the bounds cost ~0.15 s of CPU
   (the nodes' counting, the records' second pass).
+
+With the first screen (core/program/head.py: the first 400 nodes, their tensor
+records and the text after the records cut from the text by byte searches and
+parsed as a small program; ui/window/first_screen_tab.py paints its 778 lines,
+then the whole program's tab replaces it in place), measured 2026-12-01 21:00
+(`nice python tests/benchmarks/bench_lean.py --runs 7 --paints 3`, load ~1):
+  paints 0.18/0.20/0.15 s CPU beside loads of 1.40/0.95/0.98 s: 0.18x (0.04x a
+  GC-on loads), 0.18 s wall, peak 416 MB; the whole tab after it 1.02-1.47 s
+  (1.11x, as before: the reader waits for the first screen's paint, then parses),
+  peak 435 MB. The first screen's ~0.17 s: reading the 201 MB entry ~0.1 s,
+  cutting and parsing the head ~0.02 + 0.04 s, the tab and its paint. At 400k
+  (805 MB, measured beside a test run): 1.0 s CPU to the first screen (the read
+  of the whole text is most of it), 4.6 s to the whole tab.
+  Open 100k 4.91 s / 416 MB, 400k 19.8 s / 1444 MB: 4.03x; search worst 45 ms
+  and audit 21 ms at 400k; list 102 ms (bare interpreter 14 ms: 89-92 ms on the
+  quiet machine of the figures above); 400k-distinct still refused (13.5M values).
 """
 
 from __future__ import annotations
