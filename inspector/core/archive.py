@@ -306,7 +306,19 @@ class Archive(Struct, dict=True, weakref=True):
 
     def _read_json(self, rel: str, limit: int = MAX_JSON_BYTES, held: int = 0) -> tuple[Any, int]:
         """(document, its value count); `held`: values of programs already parsed."""
+        from inspector.core.program.lean import str_width
+
         data = self.read_bytes(rel, limit)
+        # Strings holding a character past U+00FF decode to 2 or 4 bytes a
+        # character (lean.str_width): such text may be as big as what ASCII text
+        # at the limit decodes to, no bigger (1 MB of `a` and an emoji: a 4 MB str).
+        width = str_width(data)
+        if len(data) * width > limit:
+            past = "U+FFFF" if width == 4 else "U+00FF"
+            raise ArchiveError(
+                f"record {rel} holds {len(data):,} bytes of JSON whose strings hold characters "
+                f"past {past}: decoded, they may take {width}x as many, over the limit of "
+                f"{limit:,} bytes for such a record")
         values = json_value_count(data)
         if values + held > MAX_JSON_VALUES:
             also = f" (plus {held:,} in programs already open)" if held else ""

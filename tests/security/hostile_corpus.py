@@ -1017,6 +1017,20 @@ def _(base, marker, work):
     return base.with_program(doc, compress=zipfile.ZIP_DEFLATED)
 
 
+@case("json-wide-strings-memory-bomb", "json", ERROR, match="limit", heavy=True)
+def _(base, marker, work):
+    # A stack trace of 350 MiB of `a` and one emoji (deflated: ~350 KB): Python
+    # keeps the str at its widest character's width, 4 bytes each, so decoded
+    # it is 1.4 GB beside the text's copy (the lean model's listing peaked at
+    # 1.74 GB). Text whose strings widen charges the widening (lean.str_width),
+    # and the full parse refuses wide text past a quarter of its byte limit.
+    doc = base.json()
+    head, tail = _split_at(doc, lambda d, m: _walk_program(d)["nodes"][1]["metadata"]
+                           .__setitem__("stack_trace", m))
+    return _bomb_archive(base, PROGRAM, 350, None, prefix=head + b'"File \\"a.py\\", line 1',
+                         suffix="\U0001F600\"".encode() + tail, fill=b"a", true_crc=True)
+
+
 @case("json-huge-line-numbers", "json", OK)
 def _(base, marker, work):
     # int() of 5,000 digits raises (Python's digit limit); 2**64 overflows Qt's int.

@@ -12,6 +12,7 @@ full parse with its messages, and the lean limits refuse what they promise to.
 
 from __future__ import annotations
 
+import sys
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -470,3 +471,58 @@ def test_metadata_parts_are_charged_as_they_are_made(monkeypatch) -> None:
     monkeypatch.setattr(lean_mod, "MAX_SCAN_BYTES", len(text) + 8_000_000)
     peak = _peak_while_refused(text, "need more than the limit")
     assert peak < 20_000_000, f"{peak:,} bytes at the peak"
+
+
+@pytest.mark.parametrize(("text", "width"), [
+    (b'{"a": "plain"}', 1), ('"\u00e9"'.encode(), 1), (b'"\\u00e9"', 1),  # Latin-1: 1 byte
+    ('"\u0101"'.encode(), 2), (b'"\\u4e2d"', 2), ('"\u4e2d"'.encode(), 2),
+    ('"\U0001F600"'.encode(), 4), (b'"\\ud83d\\ude00"', 4),
+])
+def test_str_width_is_the_width_python_keeps_the_strings_at(text: bytes, width: int) -> None:
+    assert lean_mod.str_width(text) == width
+    decoded = orjson.loads(text)
+    for s in decoded.values() if isinstance(decoded, dict) else [decoded]:
+        # the str's bytes per character, from its size (CPython's compact strings)
+        assert (sys.getsizeof(s + s) - sys.getsizeof(s)) // len(s) == width
+
+
+def _with_stack_trace(stack: str) -> bytes:
+    node = {"target": "torch.ops.aten.add.Tensor", "metadata": {"stack_trace": stack}}
+    return b'{"graph_module":{"graph":{"nodes":[' + orjson.dumps(node) + b"]}}}"
+
+
+def test_wide_strings_charge_what_they_widen_to(monkeypatch) -> None:
+    # 4 MB of `a`: ASCII, a 4 MB str once decoded; with one emoji, a 16 MB one.
+    # A budget with room for the text and its copy opens the first, and refuses
+    # the second, whose copy would decode to 4x as much once the text is dropped.
+    ascii_text = _with_stack_trace("a" * 4_000_000)
+    wide_text = _with_stack_trace("a" * 4_000_000 + "\U0001F600")
+    monkeypatch.setattr(lean_mod, "MAX_SCAN_BYTES", 2 * len(wide_text) + 1_000_000)
+    program, _ = parse_program_lean(ascii_text, "model")
+    assert len(program.graph.nodes[0].stack_trace) == 4_000_000
+    with pytest.raises(ArchiveError, match="limit of"):
+        parse_program_lean(wide_text, "model")
+    monkeypatch.setattr(lean_mod, "MAX_SCAN_BYTES", 5 * len(wide_text) + 1_000_000)
+    program, _ = parse_program_lean(wide_text, "model")
+    assert program.graph.nodes[0].stack_trace.endswith("\U0001F600")
+
+
+def test_the_full_parse_refuses_wide_text_past_its_share_of_the_limit(tmp_path: Path) -> None:
+    # a JSON record read whole (orjson): wide text may be as big as what ASCII
+    # text at the limit decodes to, no bigger
+    from inspector.core.archive import Archive
+
+    wide = orjson.dumps({"s": "a" * 300_000 + "\U0001F600"})
+    plain = orjson.dumps({"s": "a" * 300_000})
+    path = tmp_path / "records.zip"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("wide.json", wide)
+        z.writestr("plain.json", plain)
+    with zipfile.ZipFile(path) as z:
+        archive = Archive(path=path, top="", layout="pt2", archive_version=None, byteorder=None,
+                          records=[], program_names=[], _zip=z,
+                          _by_folded={archive_mod.fold_name(i.filename): i for i in z.infolist()})
+        assert archive.read_json("plain.json", limit=400_000)["s"] == "a" * 300_000
+        with pytest.raises(ArchiveError, match="past U\\+FFFF.*4x"):
+            archive.read_json("wide.json", limit=400_000)
+        assert archive.read_json("wide.json", limit=4 * len(wide))["s"].endswith("\U0001F600")

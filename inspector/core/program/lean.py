@@ -217,7 +217,11 @@ def _loads(raw: _Raw | bytes | None) -> Any:
 # decoded by the scan (values it does not type are skipped, or kept as spans).
 # The text is held only while it is scanned: nodes and tensor records are then
 # copied out as compact bytes (metadata and records once per distinct text), and
-# the text is dropped. What stays decoded grows with the JSON values the model
+# the text is dropped. A copy decodes to at most its size in str bytes, unless
+# its strings hold a character past U+00FF: Python keeps a str at its widest
+# character's width, so 350 MB of `a` and one emoji (a hostile stack trace)
+# decodes to 1.4 GB. Text that may widen (str_width) charges each copy's
+# widening too, so the copies and their strings stay within text plus copies. What stays decoded grows with the JSON values the model
 # makes from those copies (node arguments, distinct metadata and records, the
 # small parts), counted before any is made as archive.json_value_count counts:
 # 100-120 bytes per value for the densest hostile text, ~100 all-in (model and
@@ -266,9 +270,13 @@ def parse_program_lean(data: bytes, name: str, held: int = 0) -> tuple[Program, 
                 if len(getattr(gm, k))}
     small_graph = {k: bytes(getattr(g, k)) for k in _SMALL_GRAPH_FIELDS if len(getattr(g, k))}
     budget = _Budget(where, MAX_SCAN_BYTES - len(data))
-    columns = _NodeColumns(raw_nodes, interned.strings, budget)
+    # Text whose strings widen once decoded (see str_width) charges each copy's
+    # widening: they are decoded once the text is dropped, and the copies and
+    # what they decode to then stay within what the text and the copies took.
+    wide = str_width(data) > 1
+    columns = _NodeColumns(raw_nodes, interned.strings, budget, wide)
     node_values = columns.charge(budget)
-    records, record_values = _compact_records(raw_records, budget)
+    records, record_values = _compact_records(raw_records, budget, wide)
     values = node_values + record_values + sum(
         _count(t) for part in (small_top, small_gm, small_graph) for t in part.values())
     del gm, g, raw_nodes, raw_records  # the spans of the text: it is freed when the caller drops it
@@ -366,6 +374,30 @@ def _count(text: bytes) -> int:
     return text.count(b",") + text.count(b"{") + text.count(b"[") + 1
 
 
+# A character past U+FFFF (a UTF-8 lead byte of four, or a surrogate escape), and
+# one past U+00FF (a lead byte of two for U+0100 on, or of three; or an escape).
+_ASTRAL = re.compile(rb"[\xf0-\xf4]|\\u[dD][89abAB]")
+_PAST_LATIN1 = re.compile(rb"[\xc4-\xef]|\\u(?:0[1-9a-fA-F]|[1-9a-fA-F])")
+
+
+def str_width(text: bytes | bytearray) -> int:
+    """The bytes a character of the strings in JSON `text` may take once decoded:
+    Python keeps a str at its widest character's width, so 1 MB of `a` with one
+    emoji is a 4 MB str (an escaped backslash before `u` counts too: an upper
+    bound). 1 for ASCII without escapes, what torch writes (ensure_ascii) for an
+    ASCII source; at C speed."""
+    if text.isascii() and b"\\u" not in text:
+        return 1
+    if _ASTRAL.search(text):
+        return 4
+    return 2 if _PAST_LATIN1.search(text) else 1
+
+
+def _widening(text: bytes) -> int:
+    """The bytes `text`'s strings take once decoded beyond one a byte of text."""
+    return (str_width(text) - 1) * len(text)
+
+
 class _Budget:
     """Bytes the copies may take beside the text (MAX_SCAN_BYTES)."""
 
@@ -405,16 +437,17 @@ class _NodeColumns:
     NUL), with each node's start; each node's metadata as _MetadataParts."""
 
     __slots__ = ("targets", "names", "hops", "inputs", "in_starts", "outputs", "out_starts",
-                 "meta", "_n", "_open")
+                 "meta", "_n", "_open", "_wide")
 
-    def __init__(self, raw: list[_RawNode], strings: _Canonical, budget: _Budget) -> None:
-        self._n = len(raw)
+    def __init__(self, raw: list[_RawNode], strings: _Canonical, budget: _Budget,
+                 wide: bool = False) -> None:
+        self._n, self._wide = len(raw), wide
         self.targets = list(map(strings.__getitem__, map(_TARGET_OF, raw)))
         self.names = list(map(_NAME_OF, raw))
         self.hops = list(map(_HOP_OF, raw))
         self.inputs, self.in_starts = _joined(list(map(_INPUTS_OF, raw)))
         self.outputs, self.out_starts = _joined(list(map(_OUTPUTS_OF, raw)))
-        self.meta = _MetadataParts(raw, strings, budget)
+        self.meta = _MetadataParts(raw, strings, budget, wide)
         self._open: tuple[bytes, bytes] | None = None  # charge() -> deep()
 
     def __len__(self) -> int:
@@ -432,6 +465,8 @@ class _NodeColumns:
         n = self._n
         budget.take(len(self.inputs) + len(self.outputs)
                     + 200 * n)  # + each node's slots, name and argument lists
+        if self._wide:
+            budget.take(_widening(self.inputs) + _widening(self.outputs))
         # _count of each argument text, at C speed over the joined ones (the
         # opening brackets: the NUL-separated text deep() splits); + 6 for the
         # node and its lists
@@ -492,8 +527,9 @@ class _MetadataParts:
 
     __slots__ = ("of_node", "_records", "_texts")
 
-    def __init__(self, raw: list[_RawNode], strings: _Canonical, budget: _Budget) -> None:
-        split = _MetadataSplitter(strings, budget)
+    def __init__(self, raw: list[_RawNode], strings: _Canonical, budget: _Budget,
+                 wide: bool = False) -> None:
+        split = _MetadataSplitter(strings, budget, wide)
         whole: dict[bytes, tuple] = {}
         held = 0
         of_node: list[tuple] = []
@@ -531,10 +567,11 @@ class _MetadataSplitter:
     parts cost up to ~15x their text (`"k":0,` -> a key and a value text, ~100
     bytes), so they are charged as they are made, not after."""
 
-    __slots__ = ("strings", "budget", "keys", "texts", "records")
+    __slots__ = ("strings", "budget", "keys", "texts", "records", "wide")
 
-    def __init__(self, strings: _Canonical, budget: _Budget) -> None:
+    def __init__(self, strings: _Canonical, budget: _Budget, wide: bool = False) -> None:
         self.strings, self.budget = strings, budget  # keys interned with the program's
+        self.wide = wide  # each value text also charges its widening
         self.keys, self.texts, self.records = _Canonical(), _Canonical(), _Canonical()
 
     def __call__(self, text: bytes) -> tuple:
@@ -554,7 +591,8 @@ class _MetadataSplitter:
 
     def _text(self, text: bytes) -> bytes:
         if text not in self.texts:
-            self.budget.take(41 + len(text))  # the bytes object and its slot
+            # the bytes object and its slot (and what its strings widen to)
+            self.budget.take(41 + len(text) + (_widening(text) if self.wide else 0))
         return self.texts[text]
 
     def _keys(self, names: tuple[str, ...]) -> tuple[str, ...]:
@@ -573,11 +611,12 @@ def _joined(texts: list[_Raw]) -> tuple[bytes, array]:
                                                              initial=0))
 
 
-def _compact_records(raw: dict[str, _Raw], budget: _Budget) -> tuple[dict[str, bytes], int]:
+def _compact_records(raw: dict[str, _Raw], budget: _Budget, wide: bool = False
+                     ) -> tuple[dict[str, bytes], int]:
     """(name -> the record's text, one bytes per distinct text; values they make)."""
     distinct = _Canonical()
     out = dict(zip(raw, map(distinct.__getitem__, map(bytes, raw.values()))))
-    budget.take(sum(map(len, distinct)))
+    budget.take(sum(map(len, distinct)) + (sum(map(_widening, distinct)) if wide else 0))
     return out, sum(_count(t) for t in distinct) + 2 * len(out)  # + each key and slot
 
 
