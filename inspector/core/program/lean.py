@@ -220,9 +220,10 @@ def _loads(raw: _Raw | bytes | None) -> Any:
 # the text is dropped. A copy decodes to at most its size in str bytes, unless
 # its strings hold a character past U+00FF: Python keeps a str at its widest
 # character's width, so 350 MB of `a` and one emoji (a hostile stack trace)
-# decodes to 1.4 GB. Text that may widen (str_width) charges each copy's
-# widening too, so the copies and their strings stay within text plus copies. What stays decoded grows with the JSON values the model
-# makes from those copies (node arguments, distinct metadata and records, the
+# decodes to 1.4 GB. Each copy that may widen (str_width) charges its widening
+# too, so the copies and their strings stay within text plus copies (the small
+# parts, signature and the like, are charged as copies as well). What stays
+# decoded grows with the JSON values the model makes from those copies (node arguments, distinct metadata and records, the
 # small parts), counted before any is made as archive.json_value_count counts:
 # 100-120 bytes per value for the densest hostile text, ~100 all-in (model and
 # listing) for real programs. The genuine 400,000-node program (tests/benchmarks/
@@ -270,13 +271,14 @@ def parse_program_lean(data: bytes, name: str, held: int = 0) -> tuple[Program, 
                 if len(getattr(gm, k))}
     small_graph = {k: bytes(getattr(g, k)) for k in _SMALL_GRAPH_FIELDS if len(getattr(g, k))}
     budget = _Budget(where, MAX_SCAN_BYTES - len(data))
-    # Text whose strings widen once decoded (see str_width) charges each copy's
-    # widening: they are decoded once the text is dropped, and the copies and
-    # what they decode to then stay within what the text and the copies took.
-    wide = str_width(data) > 1
-    columns = _NodeColumns(raw_nodes, interned.strings, budget, wide)
+    # Each copy charges its bytes and, where its strings widen once decoded
+    # (str_width), its widening: the copies and what they decode to then stay
+    # within what the text and the copies took.
+    budget.take(sum(len(t) + _widening(t) for part in (small_top, small_gm, small_graph)
+                    for t in part.values()))
+    columns = _NodeColumns(raw_nodes, interned.strings, budget)
     node_values = columns.charge(budget)
-    records, record_values = _compact_records(raw_records, budget, wide)
+    records, record_values = _compact_records(raw_records, budget)
     values = node_values + record_values + sum(
         _count(t) for part in (small_top, small_gm, small_graph) for t in part.values())
     del gm, g, raw_nodes, raw_records  # the spans of the text: it is freed when the caller drops it
@@ -394,7 +396,10 @@ def str_width(text: bytes | bytearray) -> int:
 
 
 def _widening(text: bytes) -> int:
-    """The bytes `text`'s strings take once decoded beyond one a byte of text."""
+    """The bytes `text`'s strings take once decoded beyond one a byte of text
+    (0, at C speed, for ASCII without escapes: what torch writes)."""
+    if text.isascii() and b"\\u" not in text:
+        return 0
     return (str_width(text) - 1) * len(text)
 
 
@@ -437,17 +442,16 @@ class _NodeColumns:
     NUL), with each node's start; each node's metadata as _MetadataParts."""
 
     __slots__ = ("targets", "names", "hops", "inputs", "in_starts", "outputs", "out_starts",
-                 "meta", "_n", "_open", "_wide")
+                 "meta", "_n", "_open")
 
-    def __init__(self, raw: list[_RawNode], strings: _Canonical, budget: _Budget,
-                 wide: bool = False) -> None:
-        self._n, self._wide = len(raw), wide
+    def __init__(self, raw: list[_RawNode], strings: _Canonical, budget: _Budget) -> None:
+        self._n = len(raw)
         self.targets = list(map(strings.__getitem__, map(_TARGET_OF, raw)))
         self.names = list(map(_NAME_OF, raw))
         self.hops = list(map(_HOP_OF, raw))
         self.inputs, self.in_starts = _joined(list(map(_INPUTS_OF, raw)))
         self.outputs, self.out_starts = _joined(list(map(_OUTPUTS_OF, raw)))
-        self.meta = _MetadataParts(raw, strings, budget, wide)
+        self.meta = _MetadataParts(raw, strings, budget)
         self._open: tuple[bytes, bytes] | None = None  # charge() -> deep()
 
     def __len__(self) -> int:
@@ -463,10 +467,9 @@ class _NodeColumns:
         """Take the columns' bytes from `budget`; the JSON values their texts
         make (each node's arguments, each distinct metadata text once)."""
         n = self._n
-        budget.take(len(self.inputs) + len(self.outputs)
+        budget.take(len(self.inputs) + len(self.outputs) + _widening(self.inputs)
+                    + _widening(self.outputs)
                     + 200 * n)  # + each node's slots, name and argument lists
-        if self._wide:
-            budget.take(_widening(self.inputs) + _widening(self.outputs))
         # _count of each argument text, at C speed over the joined ones (the
         # opening brackets: the NUL-separated text deep() splits); + 6 for the
         # node and its lists
@@ -527,9 +530,8 @@ class _MetadataParts:
 
     __slots__ = ("of_node", "_records", "_texts")
 
-    def __init__(self, raw: list[_RawNode], strings: _Canonical, budget: _Budget,
-                 wide: bool = False) -> None:
-        split = _MetadataSplitter(strings, budget, wide)
+    def __init__(self, raw: list[_RawNode], strings: _Canonical, budget: _Budget) -> None:
+        split = _MetadataSplitter(strings, budget)
         whole: dict[bytes, tuple] = {}
         held = 0
         of_node: list[tuple] = []
@@ -567,11 +569,10 @@ class _MetadataSplitter:
     parts cost up to ~15x their text (`"k":0,` -> a key and a value text, ~100
     bytes), so they are charged as they are made, not after."""
 
-    __slots__ = ("strings", "budget", "keys", "texts", "records", "wide")
+    __slots__ = ("strings", "budget", "keys", "texts", "records")
 
-    def __init__(self, strings: _Canonical, budget: _Budget, wide: bool = False) -> None:
+    def __init__(self, strings: _Canonical, budget: _Budget) -> None:
         self.strings, self.budget = strings, budget  # keys interned with the program's
-        self.wide = wide  # each value text also charges its widening
         self.keys, self.texts, self.records = _Canonical(), _Canonical(), _Canonical()
 
     def __call__(self, text: bytes) -> tuple:
@@ -592,7 +593,7 @@ class _MetadataSplitter:
     def _text(self, text: bytes) -> bytes:
         if text not in self.texts:
             # the bytes object and its slot (and what its strings widen to)
-            self.budget.take(41 + len(text) + (_widening(text) if self.wide else 0))
+            self.budget.take(41 + len(text) + _widening(text))
         return self.texts[text]
 
     def _keys(self, names: tuple[str, ...]) -> tuple[str, ...]:
@@ -611,12 +612,11 @@ def _joined(texts: list[_Raw]) -> tuple[bytes, array]:
                                                              initial=0))
 
 
-def _compact_records(raw: dict[str, _Raw], budget: _Budget, wide: bool = False
-                     ) -> tuple[dict[str, bytes], int]:
+def _compact_records(raw: dict[str, _Raw], budget: _Budget) -> tuple[dict[str, bytes], int]:
     """(name -> the record's text, one bytes per distinct text; values they make)."""
     distinct = _Canonical()
     out = dict(zip(raw, map(distinct.__getitem__, map(bytes, raw.values()))))
-    budget.take(sum(map(len, distinct)) + (sum(map(_widening, distinct)) if wide else 0))
+    budget.take(sum(map(len, distinct)) + sum(map(_widening, distinct)))
     return out, sum(_count(t) for t in distinct) + 2 * len(out)  # + each key and slot
 
 
