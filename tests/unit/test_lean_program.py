@@ -526,3 +526,17 @@ def test_the_full_parse_refuses_wide_text_past_its_share_of_the_limit(tmp_path: 
         with pytest.raises(ArchiveError, match="past U\\+FFFF.*4x"):
             archive.read_json("wide.json", limit=400_000)
         assert archive.read_json("wide.json", limit=4 * len(wide))["s"].endswith("\U0001F600")
+
+
+def test_the_small_parts_charge_their_copy_and_what_it_decodes_to(monkeypatch) -> None:
+    # graph_module.metadata is decoded at once, beside the text: text, copy and
+    # its decoded str must fit
+    note = "a" * 4_000_000
+    text = (b'{"graph_module":{"graph":{"nodes":[]},"metadata":{"note":"' + note.encode()
+            + b'"}}}')
+    monkeypatch.setattr(lean_mod, "MAX_SCAN_BYTES", len(text) + 5_000_000)
+    with pytest.raises(ArchiveError, match="limit of"):
+        parse_program_lean(text, "model")
+    monkeypatch.setattr(lean_mod, "MAX_SCAN_BYTES", len(text) + 9_000_000)
+    program, _ = parse_program_lean(text, "model")
+    assert program.metadata == {"note": note}

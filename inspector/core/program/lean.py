@@ -273,8 +273,9 @@ def parse_program_lean(data: bytes, name: str, held: int = 0) -> tuple[Program, 
     budget = _Budget(where, MAX_SCAN_BYTES - len(data))
     # Each copy charges its bytes and, where its strings widen once decoded
     # (str_width), its widening: the copies and what they decode to then stay
-    # within what the text and the copies took.
-    budget.take(sum(len(t) + _widening(t) for part in (small_top, small_gm, small_graph)
+    # within what the text and the copies took. The small parts are decoded
+    # here, beside the text: they charge what they decode to as well.
+    budget.take(sum(2 * len(t) + _widening(t) for part in (small_top, small_gm, small_graph)
                     for t in part.values()))
     columns = _NodeColumns(raw_nodes, interned.strings, budget)
     node_values = columns.charge(budget)
