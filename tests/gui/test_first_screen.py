@@ -87,3 +87,15 @@ def test_a_failed_open_drops_the_first_screen(qtbot, window, toy_archive, big, t
     assert shown == [str(damaged)]
     qtbot.waitUntil(lambda: window.tabs.count() == 0, timeout=5000)
     assert window.last_error is not None and "CRC" in window.last_error.text()
+
+
+def test_unmoved_the_archive_tab_is_placed_as_any_opened_tab(qtbot, window, toy_archive, big):
+    shown: list[str] = []
+    window.firstScreenShown.connect(shown.append)
+    with qtbot.waitSignal(window.loadsFinished, timeout=60000):
+        window.open_archive(toy_archive)
+    assert shown  # it had a first screen
+    tab = window.current_tab()
+    nodes = tab.view.listing.line_nodes
+    assert tab.listing.current_line() == next(i for i, n in enumerate(nodes) if n is not None)
+    assert tab.listing.horizontalScrollBar().value() == 0

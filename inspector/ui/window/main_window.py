@@ -316,8 +316,9 @@ class MainWindow(QMainWindow):
         if view is not None:
             tab.show_view(view)
         if first is not None:
-            line, v, h = first.place()
-            if (line, v, h) != (0, 0, 0) and view is not None:  # the user moved meanwhile
+            place = first.place()
+            if place is not None and view is not None:  # the user moved meanwhile
+                line, v, h = place
                 tab.listing.set_current_line(line)
                 tab.listing.verticalScrollBar().setValue(v)
                 tab.listing.horizontalScrollBar().setValue(h)
