@@ -540,3 +540,11 @@ def test_the_small_parts_charge_their_copy_and_what_it_decodes_to(monkeypatch) -
     monkeypatch.setattr(lean_mod, "MAX_SCAN_BYTES", len(text) + 9_000_000)
     program, _ = parse_program_lean(text, "model")
     assert program.metadata == {"note": note}
+
+
+def test_a_metadata_string_counts_one_value_whatever_its_commas() -> None:
+    # module paths and stack traces are full of commas: each decodes to one str
+    _, plain = parse_program_lean(_with_stack_trace("a" * 2000), "model")
+    _, commas = parse_program_lean(_with_stack_trace("a," * 1000), "model")
+    _, listed = parse_program_lean(_with_stack_trace(["a"] * 1000), "model")  # not a string
+    assert commas == plain and listed >= plain + 999

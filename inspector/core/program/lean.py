@@ -560,8 +560,14 @@ class _MetadataParts:
 
     def values(self) -> int:
         """The JSON values decoding them all makes (archive.json_value_count's count
-        of each distinct value text, one object per record)."""
-        return sum(map(_count, self._texts)) + len(self._records)
+        of each distinct value text, one object per record; a value text that is
+        a string is one: stack traces and module paths are full of commas)."""
+        return sum(map(_value_count, self._texts)) + len(self._records)
+
+
+def _value_count(text: bytes) -> int:
+    """_count of one JSON value's text: 1 for a string (its commas are its own)."""
+    return 1 if text[:1] == b'"' else _count(text)
 
 
 class _MetadataSplitter:
