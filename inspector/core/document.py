@@ -260,15 +260,23 @@ def open_document(path: str | Path, program: str | None = None,
         return doc, None
     first = program if program in names else _preferred(names)
     if first_screen is not None:
-        record = archive.record(archive.program_path(first))
-        if record is not None and record.size > FIRST_SCREEN_ABOVE_BYTES:
-            head = archive.program_head(first)
-            lines = first_screen_lines(head) if head is not None else None
-            if lines:
-                first_screen(first, lines)
+        lines = first_screen_of(archive, first)
+        if lines:
+            first_screen(first, lines)
     view = build_program_view(archive, first)
     doc.views[first] = view
     return doc, view
+
+
+def first_screen_of(archive: Archive, name: str) -> list[str] | None:
+    """The first listing lines of program `name`, if it is big, made from the head
+    of its text before it is parsed (build_program_view reads the text then);
+    None for a small program, or a text that gives none."""
+    record = archive.record(archive.program_path(name))
+    if record is None or record.size <= FIRST_SCREEN_ABOVE_BYTES:
+        return None
+    head = archive.program_head(name)
+    return (first_screen_lines(head) or None) if head is not None else None
 
 
 def first_screen_lines(head: Program) -> list[str]:

@@ -33,6 +33,7 @@ from inspector.core.document import (
     ProgramView,
     ViewIndex,
     build_program_view,
+    first_screen_of,
     index_view,
     open_document,
     stream_listing,
@@ -163,16 +164,30 @@ class FirstScreen:
         self._painted.set()
 
 
-def _open_showing_first_screen(ctx: TaskContext, path: Path, program: str | None
-                               ) -> tuple[ArchiveDoc, ProgramView | None]:
-    """Worker side of Workspace.open: open_document, handing over a big program's
-    first screen (ctx.partial) and waiting for it to be painted."""
+def _showing_first_screens(ctx: TaskContext, path: Path) -> Callable[[str, list[str]], None]:
+    """Worker side: hands a big program's first screen over (ctx.partial), then
+    waits until it is painted (or PAINT_WAIT_MS) before the parse goes on."""
     def show(name: str, lines: list[str]) -> None:
         screen = FirstScreen(path, name, lines)
         ctx.partial(screen)
         screen._painted.wait(PAINT_WAIT_MS / 1000)
 
-    return open_document(path, program, first_screen=show)
+    return show
+
+
+def _open_showing_first_screen(ctx: TaskContext, path: Path, program: str | None
+                               ) -> tuple[ArchiveDoc, ProgramView | None]:
+    """Workspace.open's task: open_document, showing a big program's first screen."""
+    return open_document(path, program, first_screen=_showing_first_screens(ctx, path))
+
+
+def _load_showing_first_screen(ctx: TaskContext, doc: ArchiveDoc, name: str) -> ProgramView:
+    """Workspace.load_program's task: build_program_view, showing a big program's
+    first screen first."""
+    lines = first_screen_of(doc.archive, name)
+    if lines:
+        _showing_first_screens(ctx, doc.path)(name, lines)
+    return build_program_view(doc.archive, name)
 
 
 def _release_memory() -> None:
@@ -196,6 +211,7 @@ def _stream_and_index(ctx: TaskContext, view: ProgramView) -> ViewIndex | None:
 class Workspace(QObject):
     documentOpened = Signal(object)  # Document: read, its first program built
     firstScreenReady = Signal(object)  # FirstScreen: a big program's first lines, while read
+    programFirstScreen = Signal(object, object)  # Document, FirstScreen: the same, load_program
     openFinished = Signal(str)  # path: its open ended (after documentOpened or openFailed)
     documentClosed = Signal(object)  # Document: removed; its archive closes when idle
     currentChanged = Signal(object)  # Document | None
@@ -318,9 +334,11 @@ class Workspace(QObject):
 
     # -- programs --
     def load_program(self, doc: Document, name: str) -> None:
-        """Build program `name` of `doc` off the GUI thread -> programLoaded."""
-        self._run(doc.tasks, f"Reading program {name}…", build_program_view, doc.archive, name,
-                  key=f"load:{name}",
+        """Build program `name` of `doc` off the GUI thread -> programLoaded (a big
+        one's first lines before -> programFirstScreen)."""
+        self._run(doc.tasks, f"Reading program {name}…", _load_showing_first_screen, doc.model,
+                  name, key=f"load:{name}", context=True,
+                  on_partial=lambda screen: self.programFirstScreen.emit(doc, screen),
                   on_done=lambda view: self._loaded(doc, view),
                   on_fail=lambda msg, det: self.loadFailed.emit(doc, msg, det))
 

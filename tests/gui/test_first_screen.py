@@ -99,3 +99,32 @@ def test_unmoved_the_archive_tab_is_placed_as_any_opened_tab(qtbot, window, toy_
     nodes = tab.view.listing.line_nodes
     assert tab.listing.current_line() == next(i for i, n in enumerate(nodes) if n is not None)
     assert tab.listing.horizontalScrollBar().value() == 0
+
+
+def test_another_big_program_picked_shows_its_first_screen_while_read(
+        qtbot, window, toy_archive, big):
+    with qtbot.waitSignal(window.loadsFinished, timeout=60000):
+        window.open_archive(toy_archive)
+    tab = window.current_tab()
+    other = next(n for n in tab.doc.program_names if n != tab.view.name)
+    window.workspace.pool.waitForDone(20000)  # what the panels read on open
+    tab.doc.archive.forget_program(other)  # (they may have parsed it: read it again)
+    seen: dict[str, object] = {}
+
+    def first(doc, screen) -> None:
+        seen.update(program=screen.program, view=tab.view, info=tab.info.text())
+
+    def painted() -> None:  # the first screen's lines on screen: the reader moves
+        if "program" in seen and "lines" not in seen:
+            seen["lines"] = _shown(tab.listing)
+            tab.listing.set_current_line(7)
+
+    window.workspace.programFirstScreen.connect(first)
+    tab.listing.painted.connect(painted)
+    with qtbot.waitSignal(window.workspace.programLoaded, timeout=60000):
+        tab.select_program(other)
+    assert seen["program"] == other and "reading the rest" in seen["info"]
+    assert tab.view is not None and tab.view.name == other
+    lines = seen["lines"]
+    assert 20 <= len(lines) and lines == tab.view.listing.lines[:len(lines)]
+    assert tab.listing.current_line() == 7  # where the reader was

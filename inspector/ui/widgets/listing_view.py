@@ -117,6 +117,18 @@ class ListingView(RowsArea):
     def line_count(self) -> int:
         return len(self._lines)
 
+    def place(self) -> tuple[int, int, int]:
+        """(current line, vertical and horizontal scroll): where the reader is."""
+        return (self._current, self.verticalScrollBar().value(),
+                self.horizontalScrollBar().value())
+
+    def go_to_place(self, place: tuple[int, int, int]) -> None:
+        """Back to a place() of the same lines (another view of them)."""
+        line, vertical, horizontal = place
+        self.set_current_line(line)
+        self.verticalScrollBar().setValue(vertical)
+        self.horizontalScrollBar().setValue(horizontal)
+
     def line_text(self, line: int) -> str:
         return self._lines[line] if 0 <= line < len(self._lines) else ""
 

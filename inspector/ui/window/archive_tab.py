@@ -21,7 +21,7 @@ from inspector.ui.widgets.compiled_view import CompiledModelView
 from inspector.ui.plain import ElidedLabel
 from inspector.ui.widgets.listing_view import ListingView
 from inspector.ui.widgets.search_bar import SearchBar
-from inspector.ui.workspace import Document
+from inspector.ui.workspace import Document, FirstScreen
 
 
 class ArchiveTab(QWidget):
@@ -34,6 +34,10 @@ class ArchiveTab(QWidget):
         super().__init__(parent)
         self.doc = doc
         self.view: ProgramView | None = None
+        # a big program's first lines shown while it is read (show_first_screen):
+        # the reader waits for their paint; where the user was when they painted
+        self._screen: FirstScreen | None = None
+        self._screen_start: tuple[str, tuple[int, int, int]] | None = None
         self._shown_lines = 0  # lines of the view the listing widget holds
         self.result: SearchResult | None = None
         self.last_search_ms = 0.0
@@ -65,6 +69,7 @@ class ArchiveTab(QWidget):
         self.listing = ListingView(self)
         lay.addWidget(self.listing, 1)
         self.listing.painted.connect(doc.listingPainted)  # what waits for the first screen
+        self.listing.painted.connect(self._first_screen_painted)
         self.search.queryChanged.connect(self.run_search)
         self.search.navigate.connect(self.next_match)
         self.search.closed.connect(self._close_search)
@@ -94,7 +99,29 @@ class ArchiveTab(QWidget):
             outer.addWidget(self.listing_page)
 
     # -- programs --
+    def show_first_screen(self, screen: FirstScreen) -> None:
+        """A big program's first lines while it is read (no view until show_view,
+        which keeps the reader's place in them)."""
+        self.view = None
+        self.result = None
+        self.listing.set_lines(screen.lines)
+        self._shown_lines = len(screen.lines)
+        self.info.setText(f"its first {len(screen.lines):,} lines · reading the rest…")
+        self._screen, self._screen_start = screen, None
+
+    def _first_screen_painted(self) -> None:
+        if self._screen is not None:
+            self._screen_start = (self._screen.program, self.listing.place())
+            self._screen.painted()  # the reader goes on
+            self._screen = None
+
     def show_view(self, view: ProgramView) -> None:
+        moved = None  # the reader's place in this program's first screen, if moved
+        if self._screen_start is not None and self.view is None:
+            program, start = self._screen_start
+            if program == view.name and self.listing.place() != start:
+                moved = self.listing.place()
+        self._screen_start = None
         self.doc.views[view.name] = view
         self.doc.shown_program = view.name
         self.view = view
@@ -117,6 +144,8 @@ class ArchiveTab(QWidget):
         # the viewport's size was when the cursor was placed.
         self.listing.verticalScrollBar().setValue(0)
         self.listing.horizontalScrollBar().setValue(0)
+        if moved is not None:
+            self.listing.go_to_place(moved)
 
     def _show_info(self) -> None:
         view = self.view

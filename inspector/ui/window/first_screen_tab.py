@@ -55,17 +55,13 @@ class FirstScreenTab(QWidget):
     def path(self):
         return self.screen.path
 
-    def _place(self) -> tuple[int, int, int]:
-        return (self.listing.current_line(), self.listing.verticalScrollBar().value(),
-                self.listing.horizontalScrollBar().value())
-
     def _remember_start(self) -> None:
         if self._start is None:
-            self._start = self._place()
+            self._start = self.listing.place()
 
     def place(self) -> tuple[int, int, int] | None:
         """(current line, vertical and horizontal scroll) for the tab that follows,
         where the user moved since the lines were painted (else None: the tab
         places its cursor as any opened tab does)."""
-        place = self._place()
+        place = self.listing.place()
         return place if self._start is not None and place != self._start else None

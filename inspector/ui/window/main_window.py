@@ -146,6 +146,7 @@ class MainWindow(QMainWindow):
 
         ws.documentOpened.connect(self._opened)
         ws.firstScreenReady.connect(self._first_screen)
+        ws.programFirstScreen.connect(self._program_first_screen)
         ws.openFinished.connect(lambda path: self._drop_first_screen(Path(path)))
         ws.documentClosed.connect(self._closed)  # also a stale document on reopen
         ws.currentChanged.connect(self._current_changed)
@@ -290,6 +291,19 @@ class MainWindow(QMainWindow):
         self._update_empty()
         tab.listing.setFocus()
 
+    def _program_first_screen(self, doc: Document, screen: FirstScreen) -> None:
+        """Another program of an open archive, big, picked: its first lines while read."""
+        tab = self._tab_of(doc)
+        if tab is None or tab.programs.currentText() != screen.program:
+            screen.painted()  # closed, or another program picked meanwhile
+            return
+        tab.show_first_screen(screen)
+        if tab is self.current_tab():
+            self.details.show_message(f"Reading program {screen.program}…")
+            self.cursor_label.setText("")
+            self.modules.set_view(None)
+            self.tables.set_program(None, None)
+
     def _drop_first_screen(self, path: Path) -> None:
         """Its open ended without a tab taking its place (it failed)."""
         tab = self._first_screen_tab(path)
@@ -318,10 +332,7 @@ class MainWindow(QMainWindow):
         if first is not None:
             place = first.place()
             if place is not None and view is not None:  # the user moved meanwhile
-                line, v, h = place
-                tab.listing.set_current_line(line)
-                tab.listing.verticalScrollBar().setValue(v)
-                tab.listing.horizontalScrollBar().setValue(h)
+                tab.listing.go_to_place(place)
             self.tabs.removeTab(self.tabs.indexOf(first))
             first.deleteLater()
         self.tabs.setUpdatesEnabled(True)
