@@ -1,8 +1,9 @@
 """Everything the viewer does with a file without torch, in-process.
 
 `exercise(path)` opens the archive, summarises it (what `info` prints, text and
-JSON), parses and renders every program (what `list` prints), searches it and
-audits it. The contract: it returns, or raises InspectorError. Any other
+JSON), makes each program's first screen from the head of its text (what the
+window paints first for a big one), parses and renders every program (what
+`list` prints), searches it and audits it. The contract: it returns, or raises InspectorError. Any other
 exception is a bug in pt2-inspector (the CLI would print "internal error").
 """
 
@@ -15,6 +16,7 @@ import orjson
 from inspector.commands.info import format_text
 from inspector.core.archive import Archive, open_archive
 from inspector.core.audit import audit_archive
+from inspector.core.document import first_screen_lines
 from inspector.core.listing import render_listing
 from inspector.core.search import SearchIndex
 from inspector.core.summary import archive_summary
@@ -31,6 +33,9 @@ def exercise(path: Path) -> Archive:
         orjson.dumps(summary)
         format_text(summary)
         for name in archive.program_names:
+            head = archive.program_head(name, nodes=3)  # whatever the size, here
+            if head is not None:
+                first_screen_lines(head)
             program = archive.program(name)
             listing = render_listing(program)
             listing.text().encode("utf-8")  # what `list` writes to a UTF-8 stdout

@@ -142,3 +142,29 @@ def test_archive_reads_the_text_once_and_its_parse_checks_the_crc(corpus, tmp_pa
         assert a.program_head(name, nodes=5) is not None
         with pytest.raises(ArchiveError, match="CRC"):
             a.program(name)
+
+
+def _hostile(nodes: bytes, records: bytes) -> bytes:
+    return (b'{"graph_module":{"graph":{"inputs":[],"outputs":[],"nodes":[' + nodes
+            + b'],"tensor_values":{' + records + b'},"sym_int_values":{}},"signature":{}}}')
+
+
+@pytest.mark.parametrize("text", [
+    _hostile(b'{"target":"x"},' * 3_000_000 + b'{"target":"x"}', b'"a":{"dtype":1}'),  # 45 MB
+    _hostile(b'{"target":"x"}' + b"}" + b" " * 16_000_000 + b",", b""),  # a long blank run
+    _hostile(b'{"target":"x"},' * 500 + b'{"target":"x"}',
+             b'"a":{"dtype":1}' + b'},"' * 5_000_000),  # record cuts that lead nowhere
+    _hostile(b'{"target":"x"},' * 500 + b'{"target":"x"}',
+             b'"a":{"dtype":1}' + (b'},"' + b"b" * 200) * 70_000),  # long would-be names
+], ids=["many-nodes", "blank-run", "record-cuts", "long-names"])
+def test_a_hostile_head_is_cut_in_bounded_time(text: bytes) -> None:
+    # what the window does with a big file before its parse refuses or opens it:
+    # byte searches over bounded windows, no quadratic scan (the hostile-file
+    # promise is 20 s of CPU for a whole command; this is a small part of one)
+    import time
+
+    start = time.process_time()
+    head = head_program(text, "model", 400)
+    if head is not None:
+        first_screen_lines(head)
+    assert time.process_time() - start < 5

@@ -39,7 +39,7 @@ _MAX_PART_BYTES = 16 * 1024 * 1024
 _NODES_KEY = re.compile(rb'"nodes"\s*:\s*\[\s*(?=\{)')
 _NEXT_NODE = re.compile(rb'\}\s*,\s*(?=\{\s*"target"\s*:)')
 _RECORDS_KEY = re.compile(rb'"tensor_values"\s*:\s*\{\s*')
-_NEXT_RECORD = re.compile(rb'\}\s*,\s*(?="(?:[^"\\]|\\.)*"\s*:\s*\{\s*"dtype"\s*:)')
+_NEXT_RECORD = re.compile(rb'\}\s*,\s*(?="(?:[^"\\]|\\.){0,256}"\s*:\s*\{\s*"dtype"\s*:)')
 _AFTER_RECORDS = b'"sym_int_values"'
 # arguments whose values have tensor records (a symbolic int's is elsewhere)
 _TENSOR_KINDS = (K.TENSOR, K.TENSORS)
