@@ -366,23 +366,44 @@ class Archive(Struct, dict=True, weakref=True):
         with self._program_lock:
             return self._parse_program(name)
 
+    def read_ends(self, rel: str, head: int, key: bytes) -> bytes | None:
+        """A big stored record's first `head` bytes and its last ones back to (and
+        with) the last `key` in them, joined, its middle not read: what a reader of
+        both its ends needs (program/head.py), for a part of the reading. None where
+        the record is not stored, or not bigger than twice `head`, or its second
+        half holds no `key`, or it cannot be read (its whole read says why)."""
+        info = self._open_entry(rel, MAX_PROGRAM_BYTES)
+        fileno = getattr(self._zip.fp, "fileno", None)
+        if (info.compress_type != zipfile.ZIP_STORED or info.compress_size != info.file_size
+                or fileno is None or not hasattr(os, "pread") or info.file_size <= 2 * head):
+            return None
+        try:
+            return self._guarded(rel, lambda _s: _read_stored_ends(fileno(), info, head, key), info)
+        except ArchiveError:
+            return None
+
     def program_head(self, name: str, nodes: int | None = None) -> Program | None:
         """Program `name` cut to its first nodes, from the head of its text alone
         (program/head.py: tens of milliseconds where the parse takes a second),
         for the first lines of its listing before the program is parsed; None
         where its text does not give one, or it is parsed already (`nodes`:
-        program/head.HEAD_NODES by default). The text read
-        is kept for program(name). Its CRC is checked by that parse: the head
-        may come from a damaged file, which the parse then refuses."""
-        from inspector.core.program.head import HEAD_NODES, head_program
+        program/head.HEAD_NODES by default). Of a big stored text only its two
+        ends are read (read_ends); another is read whole and kept for
+        program(name). Its CRC is checked by that parse: the head may come from
+        a damaged file, which the parse then refuses."""
+        from inspector.core.program.head import HEAD_NODES, NEEDED_HEAD, NEEDED_TAIL_KEY, head_program
 
         with self._program_lock:
             if name in self._programs:
                 return None
-            pending = self._unparsed.get(name) or self.read_buffer_checked_later(
-                self.program_path(name), MAX_PROGRAM_BYTES, alongside=False)
-            self._unparsed[name] = pending
-        return head_program(pending[0], name, nodes or HEAD_NODES)
+            pending = self._unparsed.get(name)
+            # a big stored text: its two ends only (the parse reads it whole later)
+            text = None if pending else self.read_ends(self.program_path(name), NEEDED_HEAD,
+                                                       NEEDED_TAIL_KEY)
+            if text is None and pending is None:
+                pending = self._unparsed[name] = self.read_buffer_checked_later(
+                    self.program_path(name), MAX_PROGRAM_BYTES, alongside=False)
+        return head_program(text or pending[0], name, nodes or HEAD_NODES)
 
     def forget_program(self, name: str) -> None:
         """Drop the cached parse of `name` (a CLI listing one program after another)."""
@@ -450,15 +471,42 @@ class Archive(Struct, dict=True, weakref=True):
 def _read_stored(fd: int, info: zipfile.ZipInfo) -> bytes:
     """A stored entry's bytes, read where its local header says they start
     (zipfile.open has checked that header); its CRC is for _Crc to check."""
+    return _pread(fd, info.file_size, _stored_start(fd, info))
+
+
+def _stored_start(fd: int, info: zipfile.ZipInfo) -> int:
     header = os.pread(fd, zipfile.sizeFileHeader, info.header_offset)
     if len(header) != zipfile.sizeFileHeader:
         raise EOFError("truncated local header")
-    start = (info.header_offset + zipfile.sizeFileHeader
-             + int.from_bytes(header[26:28], "little") + int.from_bytes(header[28:30], "little"))
-    data = os.pread(fd, info.file_size, start)
-    if len(data) != info.file_size:
-        raise EOFError(f"{info.file_size - len(data):,} bytes missing at the end")
+    return (info.header_offset + zipfile.sizeFileHeader
+            + int.from_bytes(header[26:28], "little") + int.from_bytes(header[28:30], "little"))
+
+
+def _pread(fd: int, size: int, at: int) -> bytes:
+    data = os.pread(fd, size, at)
+    if len(data) != size:
+        raise EOFError(f"{size - len(data):,} bytes missing at the end")
     return data
+
+
+def _read_stored_ends(fd: int, info: zipfile.ZipInfo, head: int, key: bytes,
+                      step: int = 32 * 1024 * 1024) -> bytes | None:
+    """Archive.read_ends of a stored entry: its first `head` bytes joined to its
+    last ones back to its last `key` (read backwards a step at a time, in its
+    second half only)."""
+    start, size = _stored_start(fd, info), info.file_size
+    first = _pread(fd, head, start)
+    chunks: list[bytes] = []
+    end = size
+    while end > size // 2:
+        at = max(size // 2, end - step)
+        chunk = _pread(fd, end - at, start + at)
+        across = chunk[1 - len(key):] + chunks[0][:len(key) - 1] if chunks else b""
+        if key in across or chunk.rfind(key) >= 0:  # (across: a key split by the step)
+            return b"".join([first, chunk, *chunks])
+        chunks.insert(0, chunk)
+        end = at
+    return None
 
 
 @contextmanager

@@ -20,6 +20,7 @@ from inspector.core.archive import open_archive
 from inspector.core.document import first_screen_lines
 from inspector.core.errors import ArchiveError
 from inspector.core.listing import render_listing
+from inspector.core.program import head as head_mod
 from inspector.core.program.head import head_program, head_text
 from inspector.core.program.lean import parse_program_lean
 
@@ -168,3 +169,28 @@ def test_a_hostile_head_is_cut_in_bounded_time(text: bytes) -> None:
     if head is not None:
         first_screen_lines(head)
     assert time.process_time() - start < 5
+
+
+def test_a_big_stored_text_is_read_at_its_two_ends_only(corpus, monkeypatch) -> None:
+    # Archive.read_ends: the first NEEDED_HEAD bytes and the end back to the last
+    # tensor_values key; scaled down so a corpus program counts as big
+    archive = max(corpus, key=lambda a: a.path.stat().st_size)
+    name, text = max(program_texts(archive.path).items(), key=lambda kv: len(kv[1]))
+    part = len(text) // 8
+    monkeypatch.setattr(head_mod, "_MAX_PART_BYTES", part)
+    monkeypatch.setattr(head_mod, "NEEDED_HEAD", 2 * part)
+    with open_archive(archive.path) as a:
+        rel = a.program_path(name)
+        ends = a.read_ends(rel, 2 * part, head_mod.NEEDED_TAIL_KEY)
+        assert ends is not None and len(ends) < len(text)
+        assert ends.startswith(text[:2 * part])
+        tail = ends[2 * part:]
+        assert text.endswith(tail) and tail.startswith(text[len(text) - len(tail):])
+        assert head_mod.NEEDED_TAIL_KEY in tail
+        assert text.rfind(head_mod.NEEDED_TAIL_KEY) >= len(text) - len(tail)
+        head = a.program_head(name, nodes=5)
+        assert head is not None and not a._unparsed  # nothing kept: the parse reads it whole
+        whole = render_listing(a.program(name)).lines
+        lines = first_screen_lines(head)
+        assert lines and lines == whole[:len(lines)]
+        assert a.read_ends(rel, len(text), head_mod.NEEDED_TAIL_KEY) is None  # not big

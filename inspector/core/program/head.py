@@ -36,6 +36,12 @@ HEAD_NODES = 400
 # end): a program whose parts are bigger gets no first screen.
 _MAX_PART_BYTES = 16 * 1024 * 1024
 
+# What head_text reads of a text: its first NEEDED_HEAD bytes (the text before the
+# nodes and the nodes' window), and its end back to the last NEEDED_TAIL_KEY
+# (Archive.read_ends reads no more of a big stored text).
+NEEDED_HEAD = 2 * _MAX_PART_BYTES
+NEEDED_TAIL_KEY = b'"tensor_values"'
+
 _NODES_KEY = re.compile(rb'"nodes"\s*:\s*\[\s*(?=\{)')
 _NEXT_NODE = re.compile(rb'\}\s*,\s*(?=\{\s*"target"\s*:)')
 _RECORDS_KEY = re.compile(rb'"tensor_values"\s*:\s*\{\s*')
@@ -65,7 +71,7 @@ def head_text(data: bytes, nodes: int = HEAD_NODES) -> tuple[bytes, int] | None:
     after = data.rfind(_AFTER_RECORDS)
     if after < 0 or len(data) - after > _MAX_PART_BYTES:
         return None
-    key = data.rfind(b'"tensor_values"', ends[-1], after)
+    key = data.rfind(NEEDED_TAIL_KEY, ends[-1], after)
     records = _RECORDS_KEY.match(data, key) if key >= 0 else None
     if records is None:
         return None
