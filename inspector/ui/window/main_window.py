@@ -300,6 +300,8 @@ class MainWindow(QMainWindow):
         tab.show_first_screen(screen)
         if tab is self.current_tab():
             self.details.show_message(f"Reading program {screen.program}…")
+            self.source.show_message(f"Reading program {screen.program}…")
+            self._source_nodes = []
             self.cursor_label.setText("")
             self.modules.set_view(None)
             self.tables.set_program(None, None)
