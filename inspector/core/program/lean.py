@@ -399,7 +399,7 @@ def str_width(text: bytes | bytearray) -> int:
 def _widening(text: bytes) -> int:
     """The bytes `text`'s strings take once decoded beyond one a byte of text
     (0, at C speed, for ASCII without escapes: what torch writes)."""
-    if text.isascii() and b"\\u" not in text:
+    if text.isascii() and (b"\\" not in text or b"\\u" not in text):  # (memchr first)
         return 0
     return (str_width(text) - 1) * len(text)
 
