@@ -17,6 +17,7 @@ from typing import Any
 
 from inspector.core.archive import Archive, open_archive
 from inspector.core.errors import ArchiveError, InspectorError
+from inspector.core.first_screen import first_screen_of
 from inspector.core.frames import parse_module_stack
 from inspector.core.gcpause import gc_paused
 from inspector.core.listing import CLASS, Listing, render_listing, render_listing_chunks, value_users
@@ -241,11 +242,6 @@ def complete_view(view: ProgramView) -> ProgramView:
     return index_view(view).apply(view)
 
 
-# Programs whose JSON is bigger than this (~15,000 nodes) show their first lines
-# from the head of their text (Archive.first_screen) while they are parsed.
-FIRST_SCREEN_ABOVE_BYTES = 32 * 1024 * 1024
-
-
 def open_document(path: str | Path, program: str | None = None,
                   first_screen: Callable[[str, list[str]], object] | None = None
                   ) -> tuple[ArchiveDoc, ProgramView | None]:
@@ -266,26 +262,6 @@ def open_document(path: str | Path, program: str | None = None,
     view = build_program_view(archive, first)
     doc.views[first] = view
     return doc, view
-
-
-def first_screen_of(archive: Archive, name: str) -> list[str] | None:
-    """The first listing lines of program `name`, if it is big, made from the head
-    of its text before it is parsed (build_program_view reads the text then);
-    None for a small program, or a text that gives none."""
-    record = archive.record(archive.program_path(name))
-    if record is None or record.size <= FIRST_SCREEN_ABOVE_BYTES:
-        return None
-    head = archive.program_head(name)
-    return (first_screen_lines(head) or None) if head is not None else None
-
-
-def first_screen_lines(head: Program) -> list[str]:
-    """The lines of a program cut to its first nodes (Archive.program_head) that
-    are the whole program's too: those before its last node's (the comment above
-    the next node, the return line, depend on what was cut off)."""
-    listing = render_listing(head)
-    last = listing.line_of(head.graph.nodes[-1])
-    return listing.lines[:last] if last else []
 
 
 def _preferred(names: list[str]) -> str:

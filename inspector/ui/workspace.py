@@ -33,11 +33,11 @@ from inspector.core.document import (
     ProgramView,
     ViewIndex,
     build_program_view,
-    first_screen_of,
     index_view,
     open_document,
     stream_listing,
 )
+from inspector.core.first_screen import first_screen_of
 from inspector.core.gcpause import release_frozen
 from inspector.core.heap import give_back_freed
 from inspector.core.shapes import ProgramShapes, archive_shapes

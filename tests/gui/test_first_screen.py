@@ -10,7 +10,7 @@ import zipfile
 
 import pytest
 
-from inspector.core import document
+from inspector.core import first_screen
 from inspector.core.program import head
 from inspector.ui.window.archive_tab import ArchiveTab
 from inspector.ui.window.first_screen_tab import FirstScreenTab
@@ -18,7 +18,7 @@ from inspector.ui.window.first_screen_tab import FirstScreenTab
 
 @pytest.fixture
 def big(monkeypatch):
-    monkeypatch.setattr(document, "FIRST_SCREEN_ABOVE_BYTES", 0)
+    monkeypatch.setattr(first_screen, "FIRST_SCREEN_ABOVE_BYTES", 0)
     monkeypatch.setattr(head, "HEAD_NODES", 30)
 
 

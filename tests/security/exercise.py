@@ -16,7 +16,7 @@ import orjson
 from inspector.commands.info import format_text
 from inspector.core.archive import Archive, open_archive
 from inspector.core.audit import audit_archive
-from inspector.core.document import first_screen_lines
+from inspector.core.first_screen import first_screen_lines
 from inspector.core.listing import render_listing
 from inspector.core.search import SearchIndex
 from inspector.core.summary import archive_summary

@@ -1,5 +1,5 @@
 """A big program's first screen from the head of its text (core/program/head.py,
-document.first_screen_lines): on every program of the fidelity corpus (real torch
+first_screen.first_screen_lines): on every program of the fidelity corpus (real torch
 exports, whose listings test_listing_fidelity.py compares with torch's own
 print_readable), as torch wrote it and written compactly (as bench_lean's
 programs are), the first screen is the whole listing's first lines, line for
@@ -17,9 +17,10 @@ import pytest
 
 from fidelity_cases import program_texts, session_corpus
 from inspector.core.archive import open_archive
-from inspector.core.document import first_screen_lines
+from inspector.core.first_screen import first_screen_lines
 from inspector.core.errors import ArchiveError
 from inspector.core.listing import render_listing
+from inspector.core import first_screen
 from inspector.core.program import head as head_mod
 from inspector.core.program.head import head_program, head_text
 from inspector.core.program.lean import parse_program_lean
@@ -194,3 +195,65 @@ def test_a_big_stored_text_is_read_at_its_two_ends_only(corpus, monkeypatch) -> 
         lines = first_screen_lines(head)
         assert lines and lines == whole[:len(lines)]
         assert a.read_ends(rel, len(text), head_mod.NEEDED_TAIL_KEY) is None  # not big
+
+
+def _list_output(path: Path, monkeypatch, parsed_at: list[int] | None = None) -> str:
+    """`pt2-inspector list PATH`, in-process: its stdout (and, in `parsed_at`, how
+    much of it was written when each program's parse began)."""
+    import io
+    import sys
+
+    from inspector import cli
+    from inspector.core.archive import Archive
+
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    if parsed_at is not None:
+        parse = Archive.program
+        monkeypatch.setattr(Archive, "program", lambda self, name: (
+            parsed_at.append(len(out.getvalue())), parse(self, name))[1])
+    assert cli.main(["list", str(path)]) == 0
+    return out.getvalue()
+
+
+def test_list_writes_a_big_programs_first_screen_before_its_parse(corpus, monkeypatch) -> None:
+    from pathlib import Path
+
+    archive = max(corpus, key=lambda a: a.path.stat().st_size)
+    whole = _list_output(Path(archive.path), monkeypatch)
+    monkeypatch.setattr(first_screen, "FIRST_SCREEN_ABOVE_BYTES", 0)  # every program is big
+    monkeypatch.setattr(head_mod, "HEAD_NODES", 5)
+    parsed_at: list[int] = []
+    streamed = _list_output(Path(archive.path), monkeypatch, parsed_at)
+    assert streamed == whole  # the same text, byte for byte
+    # when each program's parse began, its first lines were out already (more
+    # than its `# program:` line), where its head gives a first screen
+    import re
+
+    texts = program_texts(archive.path)
+    sections = [(m.end(), m.group(1)) for m in re.finditer(r"^# program: (.*)\n", whole, re.M)]
+    assert len(parsed_at) == len(sections) == len(texts)
+    with_head = 0
+    for at, (header_end, name) in zip(parsed_at, sections):
+        if head_program(texts[name], name, 5) is not None:
+            assert at > header_end, name
+            with_head += 1
+        else:
+            assert at == header_end, name
+    assert with_head >= 1
+
+
+def test_list_refuses_to_go_on_past_first_lines_that_differ(corpus, monkeypatch) -> None:
+    from pathlib import Path
+
+    from inspector.commands import listing as listing_cmd
+
+    archive = max(corpus, key=lambda a: a.path.stat().st_size)
+    monkeypatch.setattr(listing_cmd, "first_screen_of", lambda a, name: ["not its first line"])
+    import io
+    import sys
+
+    from inspector import cli
+
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    assert cli.main(["list", str(archive.path)]) != 0  # an internal error, said as such

@@ -8,7 +8,7 @@ versions). torch writes them in that order: a graph's inputs, outputs and nodes,
 then its tensor records in node order, then the rest. So the first nodes, the
 records up to theirs and the text after the records make a small program text of
 their own, and its listing up to its last node is the big program's first lines
-(document.first_screen_lines; tests/unit/test_program_head.py checks that on
+(first_screen.first_screen_lines; tests/unit/test_program_head.py checks that on
 every program of the fidelity corpus, against the whole listing).
 
 Only byte searches cut the text, never a parse: a quote inside a JSON string is
@@ -93,7 +93,7 @@ def head_text(data: bytes, nodes: int = HEAD_NODES) -> tuple[bytes, int] | None:
 
 def head_program(data: bytes, name: str, nodes: int = HEAD_NODES) -> Program | None:
     """The program of head_text(data): the first lines of its listing, up to its
-    last node, are `data`'s (document.first_screen_lines). None where head_text
+    last node, are `data`'s (first_screen.first_screen_lines). None where head_text
     gives none, or the head names a value it holds no record for (its types
     would be missing), or holds a subgraph (listed after the main graph)."""
     head = head_text(data, nodes)
