@@ -243,14 +243,13 @@ class Archive(Struct, dict=True, weakref=True):
         bytes: 200 MB is 0.06-0.1 s of CRC off the wall time of opening. Else the
         check's start() begins it, or the check computes it."""
         info = self._open_entry(rel, limit)
-        if info.compress_type == zipfile.ZIP_STORED and info.compress_size == info.file_size:
-            fileno = getattr(self._zip.fp, "fileno", None)
-            if fileno is not None and hasattr(os, "pread"):  # (not on Windows)
-                data = self._guarded(rel, lambda _stream: _read_stored(fileno(), info), info)
-                check = LateCheck(rel, info, data)
-                if alongside:
-                    check.start()
-                return data, check
+        fileno = self._stored_fileno(info)
+        if fileno is not None:
+            data = self._guarded(rel, lambda _stream: _read_stored(fileno(), info), info)
+            check = LateCheck(rel, info, data)
+            if alongside:
+                check.start()
+            return data, check
         buffer = bytearray(min(limit, info.file_size) + 1)
 
         def fill(stream: Any) -> int:
@@ -266,6 +265,14 @@ class Archive(Struct, dict=True, weakref=True):
         got = self._guarded(rel, fill, info)  # zipfile checks the CRC at the end
         del buffer[got:]
         return self._within(rel, buffer, limit), LateCheck(rel)
+
+    def _stored_fileno(self, info: zipfile.ZipInfo) -> Callable[[], int] | None:
+        """The archive file's descriptor, for a stored entry read with os.pread
+        (not on Windows); None for an entry zipfile must inflate."""
+        if info.compress_type != zipfile.ZIP_STORED or info.compress_size != info.file_size:
+            return None
+        fileno = getattr(self._zip.fp, "fileno", None)
+        return fileno if fileno is not None and hasattr(os, "pread") else None
 
     def _open_entry(self, rel: str, limit: int) -> zipfile.ZipInfo:
         info = self._entry(rel)
@@ -373,9 +380,8 @@ class Archive(Struct, dict=True, weakref=True):
         the record is not stored, or not bigger than twice `head`, or its second
         half holds no `key`, or it cannot be read (its whole read says why)."""
         info = self._open_entry(rel, MAX_PROGRAM_BYTES)
-        fileno = getattr(self._zip.fp, "fileno", None)
-        if (info.compress_type != zipfile.ZIP_STORED or info.compress_size != info.file_size
-                or fileno is None or not hasattr(os, "pread") or info.file_size <= 2 * head):
+        fileno = self._stored_fileno(info)
+        if fileno is None or info.file_size <= 2 * head:
             return None
         try:
             return self._guarded(rel, lambda _s: _read_stored_ends(fileno(), info, head, key), info)
@@ -398,12 +404,13 @@ class Archive(Struct, dict=True, weakref=True):
                 return None
             pending = self._unparsed.get(name)
             # a big stored text: its two ends only (the parse reads it whole later)
-            text = None if pending else self.read_ends(self.program_path(name), NEEDED_HEAD,
-                                                       NEEDED_TAIL_KEY)
-            if text is None and pending is None:
+            text = pending[0] if pending else self.read_ends(
+                self.program_path(name), NEEDED_HEAD, NEEDED_TAIL_KEY)
+            if text is None:  # else read whole, and kept for the parse
                 pending = self._unparsed[name] = self.read_buffer_checked_later(
                     self.program_path(name), MAX_PROGRAM_BYTES, alongside=False)
-        return head_program(text or pending[0], name, nodes or HEAD_NODES)
+                text = pending[0]
+        return head_program(text, name, nodes or HEAD_NODES)
 
     def forget_program(self, name: str) -> None:
         """Drop the cached parse of `name` (a CLI listing one program after another)."""

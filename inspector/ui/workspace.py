@@ -163,22 +163,23 @@ class FirstScreen:
     def painted(self) -> None:
         self._painted.set()
 
+    def wait_painted(self) -> None:
+        self._painted.wait(PAINT_WAIT_MS / 1000)
 
-def _showing_first_screens(ctx: TaskContext, path: Path) -> Callable[[str, list[str]], None]:
-    """Worker side: hands a big program's first screen over (ctx.partial), then
-    waits until it is painted (or PAINT_WAIT_MS) before the parse goes on."""
-    def show(name: str, lines: list[str]) -> None:
-        screen = FirstScreen(path, name, lines)
-        ctx.partial(screen)
-        screen._painted.wait(PAINT_WAIT_MS / 1000)
 
-    return show
+def _show_first_screen(ctx: TaskContext, path: Path, name: str, lines: list[str]) -> None:
+    """Worker side: hand a big program's first screen over (ctx.partial), then wait
+    until it is painted (or PAINT_WAIT_MS) before the parse goes on."""
+    screen = FirstScreen(path, name, lines)
+    ctx.partial(screen)
+    screen.wait_painted()
 
 
 def _open_showing_first_screen(ctx: TaskContext, path: Path, program: str | None
                                ) -> tuple[ArchiveDoc, ProgramView | None]:
     """Workspace.open's task: open_document, showing a big program's first screen."""
-    return open_document(path, program, first_screen=_showing_first_screens(ctx, path))
+    return open_document(path, program, first_screen=lambda name, lines: _show_first_screen(
+        ctx, path, name, lines))
 
 
 def _load_showing_first_screen(ctx: TaskContext, doc: ArchiveDoc, name: str) -> ProgramView:
@@ -186,7 +187,7 @@ def _load_showing_first_screen(ctx: TaskContext, doc: ArchiveDoc, name: str) -> 
     first screen first."""
     lines = first_screen_of(doc.archive, name)
     if lines:
-        _showing_first_screens(ctx, doc.path)(name, lines)
+        _show_first_screen(ctx, doc.path, name, lines)
     return build_program_view(doc.archive, name)
 
 

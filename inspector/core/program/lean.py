@@ -223,8 +223,9 @@ def _loads(raw: _Raw | bytes | None) -> Any:
 # decodes to 1.4 GB. Each copy that may widen (str_width) charges its widening
 # too, so the copies and their strings stay within text plus copies (the small
 # parts, signature and the like, are charged as copies as well). What stays
-# decoded grows with the JSON values the model makes from those copies (node arguments, distinct metadata and records, the
-# small parts), counted before any is made as archive.json_value_count counts:
+# decoded grows with the JSON values the model makes from those copies (node
+# arguments, distinct metadata and records, the small parts), counted before any
+# is made as archive.json_value_count counts:
 # 100-120 bytes per value for the densest hostile text, ~100 all-in (model and
 # listing) for real programs. The genuine 400,000-node program (tests/benchmarks/
 # bench_lean.py: 805 MB of JSON, 33.6M values by that count of the whole text)
@@ -389,7 +390,8 @@ def str_width(text: bytes | bytearray) -> int:
     emoji is a 4 MB str (an escaped backslash before `u` counts too: an upper
     bound). 1 for ASCII without escapes, what torch writes (ensure_ascii) for an
     ASCII source; at C speed."""
-    if text.isascii() and b"\\u" not in text:
+    # (memchr for a backslash first: `\\u` is slow to find among stack traces' `\\n`)
+    if text.isascii() and (b"\\" not in text or b"\\u" not in text):
         return 1
     if _ASTRAL.search(text):
         return 4
@@ -398,9 +400,7 @@ def str_width(text: bytes | bytearray) -> int:
 
 def _widening(text: bytes) -> int:
     """The bytes `text`'s strings take once decoded beyond one a byte of text
-    (0, at C speed, for ASCII without escapes: what torch writes)."""
-    if text.isascii() and (b"\\" not in text or b"\\u" not in text):  # (memchr first)
-        return 0
+    (0 for ASCII without escapes: what torch writes)."""
     return (str_width(text) - 1) * len(text)
 
 

@@ -65,6 +65,7 @@ class ListingView(RowsArea):
         self.viewport().setCursor(Qt.CursorShape.IBeamCursor)
         self._lines: list[str] = []
         self._announce = False  # `painted` is due after the next paint
+        self._painted_at: tuple[int, int, int] | None = None  # place() when it was
         self._cache = LineCache([])
         self._max_len = 0
         self._marks: dict[int, Mark] = {}
@@ -85,6 +86,7 @@ class ListingView(RowsArea):
         lines = mark_lines(lines)  # the same list unless a line needs marking
         self._lines = lines
         self._announce = True
+        self._painted_at = None
         self._cache = LineCache(lines)
         self._shaped.clear()
         # the widest line sets the horizontal range (one pass, ~10 ms at 200k lines)
@@ -121,6 +123,12 @@ class ListingView(RowsArea):
         """(current line, vertical and horizontal scroll): where the reader is."""
         return (self._current, self.verticalScrollBar().value(),
                 self.horizontalScrollBar().value())
+
+    def moved_place(self) -> tuple[int, int, int] | None:
+        """place(), where the reader moved since the lines set last were painted;
+        None if not (or not painted yet)."""
+        place = self.place()
+        return place if self._painted_at is not None and place != self._painted_at else None
 
     def go_to_place(self, place: tuple[int, int, int]) -> None:
         """Back to a place() of the same lines (another view of them)."""
@@ -330,6 +338,7 @@ class ListingView(RowsArea):
         self._prefetch.start()
         if self._announce:
             self._announce = False
+            self._painted_at = self.place()
             self.painted.emit()
 
     def _prefetch_some(self) -> None:

@@ -35,9 +35,9 @@ class ArchiveTab(QWidget):
         self.doc = doc
         self.view: ProgramView | None = None
         # a big program's first lines shown while it is read (show_first_screen):
-        # the reader waits for their paint; where the user was when they painted
+        # the reader waits for their paint
         self._screen: FirstScreen | None = None
-        self._screen_start: tuple[str, tuple[int, int, int]] | None = None
+        self._screen_program: str | None = None
         self._shown_lines = 0  # lines of the view the listing widget holds
         self.result: SearchResult | None = None
         self.last_search_ms = 0.0
@@ -107,21 +107,18 @@ class ArchiveTab(QWidget):
         self.listing.set_lines(screen.lines)
         self._shown_lines = len(screen.lines)
         self.info.setText(f"its first {len(screen.lines):,} lines · reading the rest…")
-        self._screen, self._screen_start = screen, None
+        self._screen, self._screen_program = screen, screen.program
 
     def _first_screen_painted(self) -> None:
         if self._screen is not None:
-            self._screen_start = (self._screen.program, self.listing.place())
             self._screen.painted()  # the reader goes on
             self._screen = None
 
     def show_view(self, view: ProgramView) -> None:
-        moved = None  # the reader's place in this program's first screen, if moved
-        if self._screen_start is not None and self.view is None:
-            program, start = self._screen_start
-            if program == view.name and self.listing.place() != start:
-                moved = self.listing.place()
-        self._screen_start = None
+        # the reader's place in this program's first screen, if moved since its paint
+        moved = (self.listing.moved_place()
+                 if self.view is None and self._screen_program == view.name else None)
+        self._screen_program = None
         self.doc.views[view.name] = view
         self.doc.shown_program = view.name
         self.view = view

@@ -48,20 +48,13 @@ class FirstScreenTab(QWidget):
         self.listing.set_lines(screen.lines)
         self.listing.set_current_line(0, emit=False)
         self.listing.painted.connect(screen.painted)  # the reader goes on
-        self.listing.painted.connect(self._remember_start)
-        self._start: tuple[int, int, int] | None = None
 
     @property
     def path(self):
         return self.screen.path
 
-    def _remember_start(self) -> None:
-        if self._start is None:
-            self._start = self.listing.place()
-
     def place(self) -> tuple[int, int, int] | None:
         """(current line, vertical and horizontal scroll) for the tab that follows,
         where the user moved since the lines were painted (else None: the tab
         places its cursor as any opened tab does)."""
-        place = self.listing.place()
-        return place if self._start is not None and place != self._start else None
+        return self.listing.moved_place()
