@@ -33,7 +33,8 @@ def test_the_first_screen_is_painted_then_the_archive_tab_takes_its_place(
     def first(path: str) -> None:
         tab = window.tabs.currentWidget()
         seen.update(path=path, tab=tab, lines=_shown(tab.listing), tabs=window.tabs.count(),
-                    current=window.current_tab(), docs=list(window.workspace.documents))
+                    current=window.current_tab(), docs=list(window.workspace.documents),
+                    top=tab.listing.verticalScrollBar().value())
         tab.listing.set_current_line(12)  # the user reads on meanwhile
 
     window.firstScreenShown.connect(first)
@@ -42,6 +43,7 @@ def test_the_first_screen_is_painted_then_the_archive_tab_takes_its_place(
     assert seen["path"] == str(toy_archive)
     assert isinstance(seen["tab"], FirstScreenTab) and seen["tabs"] == 1
     assert seen["current"] is None and seen["docs"] == []  # no document yet
+    assert seen["top"] == 0  # its top-left, where the archive's tab opens too
     tab = window.current_tab()
     assert isinstance(tab, ArchiveTab) and window.tabs.count() == 1
     assert not any(isinstance(window.tabs.widget(i), FirstScreenTab)

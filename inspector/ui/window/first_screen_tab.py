@@ -47,6 +47,8 @@ class FirstScreenTab(QWidget):
         lay.addWidget(self.listing, 1)
         self.listing.set_lines(screen.lines)
         self.listing.set_current_line(0, emit=False)
+        # the top-left, as the archive's tab shows a program opened (ArchiveTab.show_view)
+        self.listing.verticalScrollBar().setValue(0)
         self.listing.painted.connect(screen.painted)  # the reader goes on
 
     @property
