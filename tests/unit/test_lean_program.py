@@ -96,6 +96,29 @@ def test_nodes_are_made_on_first_access_and_kept(small_archive: Path) -> None:
     assert nodes[1:3] == [nodes[1], third]
 
 
+def test_made_nodes_share_one_argument_per_tensor_value(corpus) -> None:
+    # each node's text decodes to its own copies: the producer's output and every
+    # use of a tensor value are one Argument once made (a third of a made node's
+    # bytes were these copies), the node's name one string with that output's
+    uses = 0
+    for archive in corpus:
+        for name, text in program_texts(archive.path).items():
+            nodes = parse_program_lean(text, name)[0].graph.nodes
+            produced = {}
+            for node in nodes:
+                for out in node.outputs:
+                    if out.kind == "as_tensor" and out.name():
+                        produced[out.name()] = out
+                        if node.name == out.name():
+                            assert node.name is out.value["name"], f"{archive.name}/{node.name}"
+            for node in nodes:
+                for inp in node.inputs:
+                    if inp.arg.kind == "as_tensor" and inp.arg.name() in produced:
+                        assert inp.arg is produced[inp.arg.name()], f"{archive.name}/{node.name}"
+                        uses += 1
+    assert uses >= 1000  # the corpus's graphs use their values
+
+
 def _with_first_node(text: bytes, node: Any) -> bytes:
     doc = orjson.loads(text)
     doc["graph_module"]["graph"]["nodes"][0] = node

@@ -639,13 +639,15 @@ class _Interned:
     """One decoded value per distinct text, for one program: metadata and
     tensor records repeat across nodes and layers."""
 
-    __slots__ = ("metadata", "values", "tensors", "strings")
+    __slots__ = ("metadata", "values", "tensors", "strings", "tensor_args")
 
     def __init__(self) -> None:
         self.metadata: dict[tuple, dict[str, str]] = {}  # by _MetadataParts records
         self.values = _Decoded()  # a metadata value's text -> its value
         self.tensors: dict[bytes, TensorMeta] = {}
         self.strings = _Canonical()
+        # a made node's tensor arguments, one per value (parser._argument)
+        self.tensor_args: dict[str, Any] = {}
 
 
 def _lean_graph(small: dict[str, Any], columns: _NodeColumns, records: dict[str, bytes],
@@ -827,7 +829,8 @@ class LazyNodes(Sequence[Node]):
         # A value nests no deeper than the brackets its text opens: most nodes
         # open a dozen, and then the per-argument depth walk is skipped.
         node = full._node(record, i, self._graph, where, metadata,
-                          shallow=_opened(inputs, outputs) <= full.MAX_ARGUMENT_DEPTH)
+                          shallow=_opened(inputs, outputs) <= full.MAX_ARGUMENT_DEPTH,
+                          shared=interned.tensor_args)
         self._made[i] = node
         return node
 

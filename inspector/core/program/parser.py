@@ -10,6 +10,7 @@ ArchiveError naming where they are; an unknown argument kind is kept.
 from __future__ import annotations
 
 import re
+from sys import intern
 from typing import Any
 
 from inspector.core.errors import ArchiveError
@@ -169,7 +170,8 @@ def _parse_graph(g: Any, name: str, depth: int, counter: list[int], where: str,
 
 
 def _node(raw: Any, index: int, graph: Graph, where: str,
-          metadata: dict[str, str] | None = None, shallow: bool = False) -> Node:
+          metadata: dict[str, str] | None = None, shallow: bool = False,
+          shared: dict[str, Argument] | None = None) -> Node:
     """A node from its JSON object. program/lean.py passes `metadata` already
     decoded, and shallow=True where the node's text has too few brackets for
     any argument to nest past MAX_ARGUMENT_DEPTH (the check is then skipped)."""
@@ -184,16 +186,20 @@ def _node(raw: Any, index: int, graph: Graph, where: str,
             raise ArchiveError(f"{where}: input #{j} is not an object")
         kind = na.get("kind")
         name = na["name"] if "name" in na else f"arg{j}"  # the default made only when absent
+        name = name if type(name) is str else str(name)
         inputs.append(NamedArgument(
-            name if type(name) is str else str(name),
-            _argument(na.get("arg"), where, not shallow),
+            name if shared is None else intern(name),
+            _argument(na.get("arg"), where, not shallow, shared),
             kind if isinstance(kind, int) else None,
         ))
-    outputs = [_argument(a, where, not shallow) for a in _list(raw.get("outputs"), where, "outputs")]
+    outputs = [_argument(a, where, not shallow, shared)
+               for a in _list(raw.get("outputs"), where, "outputs")]
     if metadata is None:
         metadata = node_metadata(raw.get("metadata"), where)
     name = raw.get("name")
     name_in_file = isinstance(name, str) and bool(name)
+    if name_in_file and shared is not None and name in shared:
+        name = shared[name].value["name"]  # one string with its output's
     if not name_in_file:
         outs = [n for o in outputs for n in o.tensor_names()]
         name = outs[0] if len(outs) == 1 else f"node_{index}"
@@ -222,7 +228,8 @@ def _meta_text(value: Any) -> str:
         return "<value nested too deeply to show>"
 
 
-def _argument(raw: Any, where: str, check: bool = True) -> Argument:
+def _argument(raw: Any, where: str, check: bool = True,
+              shared: dict[str, Argument] | None = None) -> Argument:
     if not isinstance(raw, dict) or len(raw) != 1:
         # torch always writes exactly one member; anything else is kept as-is
         # (shown as unknown) rather than guessed at.
@@ -232,7 +239,16 @@ def _argument(raw: Any, where: str, check: bool = True) -> Argument:
     ((kind, value),) = raw.items()
     if check and kind != "as_graph":  # a subgraph is parsed (and bounded) as a graph
         _check_depth(value, where)
+    if shared is not None and kind == "as_tensor" and type(value) is dict and len(value) == 1:
+        # one Argument per tensor value, for its producer's output and each use
+        name = value.get("name")
+        known = shared.get(name)  # type: ignore[arg-type]
+        if known is None and type(name) is str:
+            known = shared[name] = Argument("as_tensor", value)
+        if known is not None:
+            return known
     return Argument(str(kind), value)
+
 
 
 def _check_depth(value: Any, where: str) -> None:
