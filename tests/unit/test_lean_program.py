@@ -363,6 +363,34 @@ def test_the_scan_costs_no_more_per_record_byte_than_its_budget_says() -> None:
     assert held / len(span) <= lean_mod._RECORD_COST_PER_BYTE, f"{held / len(span):.1f} per byte"
 
 
+def test_the_cheapest_node_costs_no_more_made_and_listed_than_its_values() -> None:
+    # a node with no name and no arguments is the most nodes for the fewest
+    # values: its struct, the name made for it, its two lists and its listing
+    # line must stay within what the count charges it (lean._NODE_VALUES and its
+    # texts' two brackets, at lean._VALUE_BYTES a value), and near it
+    import gc
+    import tracemalloc
+
+    n = 20_000
+    nodes = b",".join([b'{"target":"t","inputs":[],"outputs":[]}'] * n)
+    text = b'{"graph_module":{"graph":{"nodes":[' + nodes + b"]}}}"
+    program, values = parse_program_lean(text, "model")
+    assert isinstance(program.graph.nodes, LazyNodes)
+    charged = (lean_mod._NODE_VALUES + 2) * lean_mod._VALUE_BYTES
+    assert values <= n * (lean_mod._NODE_VALUES + 2) + 50  # (the graph's own few)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        made = list(program.graph.nodes)
+        listing = render_listing(program)
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert len(made) == n and len(listing.lines) > n
+    assert held / n <= charged, f"{held / n:.0f} bytes a node made and listed, {charged} charged"
+    assert held / n >= charged - lean_mod._VALUE_BYTES, f"{held / n:.0f} bytes, {charged} charged"
+
+
 def _peak_while_refused(text: bytes, message: str) -> int:
     """The allocator's peak (tracemalloc) while the lean parse refuses `text`."""
     import tracemalloc

@@ -229,16 +229,25 @@ def _loads(raw: _Raw | bytes | None) -> Any:
 # 100-120 bytes per value for the densest hostile text, ~100 all-in (model and
 # listing) for real programs. The genuine 400,000-node program (tests/benchmarks/
 # bench_lean.py: 805 MB of JSON, 33.6M values by that count of the whole text)
-# makes 11.6M (2.9M per 100k nodes): its repeated stack traces and tensor
+# makes 10.0M (2.5M per 100k nodes): its repeated stack traces and tensor
 # records cost nothing more after the first, which is how it is told from a
 # bomb of the same size, whose values are all distinct or all arguments
 # (tests/security: 64 MB of `{"a":1},` counts 16.8M and is refused).
 # 12M values keeps the densest text under ~1.45 GB; text plus copies stays
 # under MAX_SCAN_BYTES, the peak while scanning. A program whose layers differ
-# in module paths and call counters, as a real model's do, makes ~34 values a
-# node (bench_lean.py's "distinct" program: 13.5M at 400,000 nodes, and 1.56 GB
-# once listed whole, so it is refused): such programs open up to ~350,000 nodes.
+# in module paths and call counters, as a real model's do, makes ~27 values a
+# node (bench_lean.py's "distinct" program: 10.8M at 400,000 nodes, 1.33 GB
+# once listed whole): it opens at the node limit.
 MAX_MODEL_VALUES = 12_000_000
+# The bytes a counted value may cost at most (MAX_MODEL_VALUES' unit).
+_VALUE_BYTES = 120
+# A node's values beyond the commas and brackets of its argument texts: each
+# text's last element (2), and the node's own objects, made and listed (2): its
+# struct, a name made where its text has none, its listing line. With its two
+# texts' brackets that is 6 values (720 bytes) for the cheapest node, which
+# costs ~650-690 made and listed (tests/unit/test_lean_program.py measures it).
+# (It was 8 before that was measured: 1.6M more at 400,000 nodes.)
+_NODE_VALUES = 4
 MAX_SCAN_BYTES = 1_400 * 1024 * 1024
 # Tensor records per graph: torch writes one per tensor value a node or input
 # defines (100,595 for the 100k-node program), so twice the node limit is more
@@ -472,9 +481,9 @@ class _NodeColumns:
                     + _widening(self.outputs)
                     + 200 * n)  # + each node's slots, name and argument lists
         # _count of each argument text, at C speed over the joined ones (the
-        # opening brackets: the NUL-separated text deep() splits); + 6 for the
-        # node and its lists
-        values = self.meta.values() + 8 * n
+        # opening brackets: the NUL-separated text deep() splits), and each
+        # node's own values (_NODE_VALUES)
+        values = self.meta.values() + _NODE_VALUES * n
         self._open = self._openers()
         for text, openers in zip((self.inputs, self.outputs), self._open):
             values += text.count(b",") + len(openers) - n

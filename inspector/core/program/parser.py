@@ -242,10 +242,10 @@ def _argument(raw: Any, where: str, check: bool = True,
     if shared is not None and kind == "as_tensor" and type(value) is dict and len(value) == 1:
         # one Argument per tensor value, for its producer's output and each use
         name = value.get("name")
-        known = shared.get(name)  # type: ignore[arg-type]
-        if known is None and type(name) is str:
-            known = shared[name] = Argument("as_tensor", value)
-        if known is not None:
+        if type(name) is str:
+            known = shared.get(name)
+            if known is None:
+                known = shared[name] = Argument("as_tensor", value)
             return known
     return Argument(str(kind), value)
 
