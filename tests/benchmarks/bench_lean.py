@@ -2,6 +2,7 @@
 side by side in one run.
 
     QT_QPA_PLATFORM=offscreen python tests/benchmarks/bench_lean.py [--toy T.pt2] [--seed S.pt2]
+        [--opens N] [--paints N] [--runs N]
 
 Programs are built as bench_window.py builds its 100k-node one: the real tiny GPT-2
 decoder's nodes repeated with renamed values, metadata (stack traces, module stacks)
@@ -17,7 +18,8 @@ Targets (issue 17), exit 1 on a miss:
     is the first screen's (FirstScreenTab: lines from the head of the text); the
     whole program's tab, which replaces it, is printed too (and its peak counts);
   the 400k program opens (parse + listing, what the window needs before it paints)
-    in <= 4.5x the 100k time, under 3 GB; search (worst query) and audit < 100 ms there;
+    in <= 4.5x the 100k time (the best of --opens alternated opens of each), under
+    3 GB; search (worst query) and audit < 100 ms there;
   `pt2-inspector list` of the full-size toy decoder, whole process, <= 0.1 s wall
     (best of several runs, bytecode cached as an installed package has it; a busy
     machine inflates wall time: the load average is printed).
@@ -127,6 +129,20 @@ the one-read code (0e5ab4e), 21:30 (a busier machine: loads 1.1-1.5 s): 100k
 first screen 0.23-0.26 s vs 0.20-0.31 s (the same); 400k 0.51-0.57 s vs
 0.54-0.69 s, its peak at that paint 590 MB vs 918 MB. From a cold disk the read
 dominates: the first screen then waits for ~30% of the file, not all of it.
+Made nodes sharing one Argument per tensor value (its producer's output and every
+use) and a node's own values re-derived from its measured cost (4 beside its
+arguments', was 8), 2026-12-02 00:27 (a slow hour: a bare interpreter took 18 ms,
+the 100k open 6.1-7.7 s where it took 3.7 s on a quiet machine; --opens 3):
+  paint 0.21x (0.23 s CPU beside a loads of 1.07 s), peak 416 MB; open 100k
+  6.08 s / 416 MB, 400k 24.9 s / 1250 MB (was 1444 MB): 4.10x, the best of three
+  alternated each (the 400k's three: 31.8, 24.9, 32.5 s); search worst 74 ms and
+  audit 48 ms at 400k; the distinct layers' 400k program now opens: 37.6 s,
+  1609 MB with its search index (10.8M values, was 12.41M by the old count and
+  refused); list 164 ms (bare interpreter 18 ms: the slow hour).
+  Made and listed, a node of the 100k program held 1,575 bytes, now 1,080
+  (tracemalloc); the 400k-distinct one listed whole 1,328 MB RSS, was 1,536.
+  Instructions (callgrind, 10k nodes, PYTHONHASHSEED=0): making and listing
+  +3.3% (1,291M -> 1,334M), the parse the same.
 """
 
 from __future__ import annotations
@@ -367,6 +383,12 @@ def _median(results: list[dict]) -> dict:
     return failed[0] if failed else sorted(results, key=lambda r: r["cpu"])[len(results) // 2]
 
 
+def _best(results: list[dict]) -> dict:
+    """The open of least CPU time (an error, if any failed)."""
+    failed = [r for r in results if "error" in r]
+    return failed[0] if failed else min(results, key=lambda r: r["open_cpu"])
+
+
 def run_child(mode: str, path: Path, env: dict[str, str] | None = None) -> dict:
     """One child process; its result and its own peak RSS (os.wait4)."""
     proc = subprocess.Popen([sys.executable, __file__, "--child", mode, str(path)],
@@ -383,6 +405,8 @@ def main() -> int:
     ap.add_argument("--toy", type=Path, help="tiny toy archive (default: the cached one, or export now)")
     ap.add_argument("--seed", type=Path, help="full-size toy decoder (default: the cached one)")
     ap.add_argument("--runs", type=int, default=7, help="runs of `list` (the best counts)")
+    ap.add_argument("--opens", type=int, default=3,
+                    help="alternated opens of the 100k and 400k programs (the best of each counts)")
     ap.add_argument("--paints", type=int, default=3,
                     help="paints, each beside a bare loads (the medians are compared)")
     ap.add_argument("--child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
@@ -448,7 +472,20 @@ def _bench(args: argparse.Namespace, tmp: Path) -> int:
             misses.append(f"paint peak {max(win['peak_mb'], win['open_peak_mb']):.0f} MB")
 
     # 2. the 400k program vs the 100k one: open, search, audit
-    core = {label: run_child("core", path, env) for label, path in programs.items()}
+    # The 100k and 400k opens alternate, --opens times: a shared machine's speed
+    # swings by a third within minutes (the same 400k open took 22-26 s in one
+    # quarter of an hour), and the best of each is the one it slowed least.
+    opens: dict[str, list[dict]] = {"100k": [], "400k": []}
+    for _ in range(max(1, args.opens)):
+        for label in opens:
+            opens[label].append(run_child("core", programs[label], env))
+    if args.opens > 1:
+        print("opens (CPU s, alternated): " + "; ".join(
+            f"{label} " + ", ".join(f"{r['open_cpu']:.2f}" if "error" not in r else "error"
+                                    for r in runs) for label, runs in opens.items()))
+    core = {label: _best(runs) for label, runs in opens.items()}
+    core.update({label: run_child("core", path, env) for label, path in programs.items()
+                 if label not in core})
     # (the "distinct" programs: not the issue's targets, which repeat a graph as it
     # is; printed to show what layers that differ, as a real model's do, cost)
     for label, r in core.items():
@@ -465,7 +502,8 @@ def _bench(args: argparse.Namespace, tmp: Path) -> int:
         misses.append(f"400k open: {(big.get('error') or small.get('error'))[:120]}")
     else:
         ratio = big["open_cpu"] / small["open_cpu"]
-        print(f"400k / 100k open: {ratio:.2f}x (target <= 4.5x, peak < 3 GB)")
+        print(f"400k / 100k open: {ratio:.2f}x, the best of {max(1, args.opens)} each "
+              f"(target <= 4.5x, peak < 3 GB)")
         if ratio > 4.5:
             misses.append(f"400k open {ratio:.2f}x the 100k")
         if big["peak_mb"] >= 3072:

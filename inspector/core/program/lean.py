@@ -42,7 +42,7 @@ import orjson
 
 from inspector.core.errors import ArchiveError
 from inspector.core.program import parser as full
-from inspector.core.program.model import Graph, Node, Program, TensorMeta
+from inspector.core.program.model import Argument, Graph, Node, Program, TensorMeta
 
 _Raw = msgspec.Raw
 _NO_RAW = msgspec.Raw()
@@ -656,7 +656,7 @@ class _Interned:
         self.tensors: dict[bytes, TensorMeta] = {}
         self.strings = _Canonical()
         # a made node's tensor arguments, one per value (parser._argument)
-        self.tensor_args: dict[str, Any] = {}
+        self.tensor_args: dict[str, Argument] = {}
 
 
 def _lean_graph(small: dict[str, Any], columns: _NodeColumns, records: dict[str, bytes],
