@@ -99,6 +99,8 @@ def first_user_frame(frames: tuple[Frame, ...]) -> Frame | None:
 def _split_entry(item: str) -> list[str]:
     """Split `key,path,class` on commas outside brackets (paths can hold
     `getattr(L['self'].h, '0')`), as torch's deserializer does."""
+    if "(" not in item and "[" not in item and ")" not in item and "]" not in item:
+        return item.split(",")  # no bracket: every comma splits (at C speed)
     out: list[str] = []
     start = depth = 0
     for end, c in enumerate(item):
