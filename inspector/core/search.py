@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from inspector.core.frames import parse_line_number, parse_module_stack, parse_stack_trace
@@ -327,6 +327,29 @@ class SearchIndex:
         if lowered:
             return scan.expand([d for d in scan.find_distinct(literal) if search(text[d].lower())])
         return scan.expand([d for d in scan.find_distinct(literal) if search(text[d])])
+
+
+def scan_lines(lines: Sequence[str], query: Query | str) -> SearchResult | None:
+    """What `query` finds in `lines` without an index (the lines of a listing
+    written so far, while its index is built): the lines SearchIndex.search
+    finds for the same lines, for a query of free text alone; None for one with
+    field terms, which only the index can answer. A Python pass over the lines
+    (~0.1 s for 700,000 of them): for a worker thread, not the GUI's."""
+    if isinstance(query, str):
+        query = parse_query(query)
+    if query.fields:
+        return None
+    if query.empty:
+        return SearchResult([], query)
+    if query.regex:
+        pattern = _compile(query)
+        search = pattern.search
+        return SearchResult([i for i, s in enumerate(lines) if search(s)], query, pattern)
+    if query.case_sensitive:
+        needle = query.text
+        return SearchResult([i for i, s in enumerate(lines) if needle in s], query)
+    needle = query.text.lower()
+    return SearchResult([i for i, s in enumerate(lines) if needle in s.lower()], query)
 
 
 # --- helpers ------------------------------------------------------------------

@@ -113,3 +113,52 @@ def test_the_stream_starts_once_the_first_screen_is_painted(qtbot, window, toy_a
     with qtbot.waitSignal(window.loadsFinished, timeout=60000):
         window.open_archive(toy_archive)
     assert events == ["stream"] and window.current_tab().view.complete
+
+
+def test_search_answers_from_the_lines_so_far_while_the_program_is_indexed(
+        qtbot, window, toy_archive, streamed, monkeypatch):
+    # the worker waits after its third chunk: a search then finds the matches in
+    # the lines shown so far (counted "so far"), field terms wait for the index,
+    # and once the whole program is indexed the search runs again on all of it
+    monkeypatch.setattr(listing_mod, "CHUNK_LINES", 20)
+    gate = threading.Event()
+    grown = [0]
+    real = document._grow
+
+    def held(view) -> None:
+        real(view)
+        grown[0] += 1
+        if grown[0] == 3:
+            gate.wait(30)
+
+    monkeypatch.setattr(document, "_grow", held)
+    try:
+        with qtbot.waitSignal(window.workspace.programGrew, timeout=60000):
+            window.open_archive(toy_archive)
+        tab = window.current_tab()
+        view = tab.view
+        qtbot.waitUntil(lambda: grown[0] >= 3, timeout=20000)
+        qtbot.waitUntil(lambda: tab.listing.line_count() == view.listed, timeout=5000)
+        shown = _shown(tab)
+        assert view.index is None and len(shown) < len(render_listing(view.program))
+        tab.search.set_text("aten.add")
+        qtbot.waitUntil(lambda: "so far" in tab.search.count.text(), timeout=10000)
+        so_far = [i for i, t in enumerate(shown) if "aten.add" in t.lower()]
+        assert so_far and tab.result.lines == so_far
+        assert tab.search.count.text() == f"{len(so_far):,} so far…"
+        tab.next_match()
+        assert tab.listing.current_line() in so_far
+        tab.search.set_text("op:arange")
+        qtbot.waitUntil(lambda: tab.search.count.text() == "indexing…", timeout=5000)
+        tab.search.set_text("aten.add")
+        qtbot.waitUntil(lambda: "so far" in tab.search.count.text(), timeout=10000)
+    finally:
+        gate.set()
+    with qtbot.waitSignal(window.loadsFinished, timeout=60000):
+        pass
+    qtbot.waitUntil(lambda: view.index is not None and "so far" not in tab.search.count.text(),
+                    timeout=20000)
+    whole = [i for i, t in enumerate(view.listing.lines) if "aten.add" in t.lower()]
+    assert len(whole) > len(so_far) and tab.result.lines == whole
+    assert tab.search.count.text().endswith(f"{len(whole):,} matches") or \
+        tab.search.count.text().endswith(f"of {len(whole):,}")

@@ -23,7 +23,7 @@ from inspector.core import line_scan
 from inspector.core.archive import open_archive
 from inspector.core.line_scan import Groups, LineText
 from inspector.core.listing import Listing, render_listing
-from inspector.core.search import SearchIndex, _required_literal, parse_query
+from inspector.core.search import SearchIndex, _required_literal, parse_query, scan_lines
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -80,17 +80,31 @@ def queries_of(lines: list[str], seed: int, count: int = 12) -> tuple[list[str],
 def assert_same(lines: list[str], needles: list[str], pats: list[str], label: str) -> None:
     index = SearchIndex(Listing(lines=list(lines), kinds=["statement"] * len(lines),
                                 line_nodes=[None] * len(lines)))
+    # scan_lines (the lines so far, while the index builds) finds what it finds
     for needle in needles:
         for cs in (False, True):
             got = index.search(parse_query(needle, case_sensitive=cs)).lines if needle.strip() else None
             if got is not None and not parse_query(needle).fields:
                 assert got == plain(lines, needle, cs), (label, needle, cs)
+                assert scan_lines(lines, parse_query(needle, case_sensitive=cs)).lines == got, \
+                    (label, needle, cs, "scan_lines")
     for pat in pats:
         if parse_query(pat).fields:
             continue
         for cs in (False, True):
-            assert index.search(parse_query(pat, cs, regex=True)).lines == regex(lines, pat, cs), \
-                (label, pat, cs)
+            got = index.search(parse_query(pat, cs, regex=True)).lines
+            assert got == regex(lines, pat, cs), (label, pat, cs)
+            assert scan_lines(lines, parse_query(pat, cs, regex=True)).lines == got, \
+                (label, pat, cs, "scan_lines")
+
+
+def test_scan_lines_leaves_field_queries_to_the_index(toy_listing):
+    lines = toy_listing.lines
+    assert scan_lines(lines, "op:arange") is None
+    assert scan_lines(lines, "op:arange cpu") is None
+    assert scan_lines(lines, "").lines == []
+    assert scan_lines(lines[:40], "cpu").lines == [i for i in scan_lines(lines, "cpu").lines
+                                                   if i < 40]
 
 
 @pytest.fixture(scope="module")

@@ -115,7 +115,9 @@ class SearchBar(QWidget):
         self.edit.selectAll()
 
     def set_status(self, current: int, total: int, error: str | None = None,
-                   ms: float | None = None) -> None:
+                   ms: float | None = None, so_far: bool = False) -> None:
+        """`so_far`: the matches among the lines listed so far (a big program
+        still being indexed); the whole program's follow."""
         if error:
             self.count.setText("invalid")
             self.count.setToolTip(error)
@@ -125,6 +127,10 @@ class SearchBar(QWidget):
         self.count.setToolTip(f"{ms:.1f} ms" if ms is not None else "")
         if not self.edit.text():
             self.count.setText("")
+        elif so_far:
+            self.count.setText(f"{total:,} so far…" if total else "none so far…")
+            self.count.setToolTip("matches in the lines listed so far: the whole program's "
+                                  "follow once it is indexed")
         elif total == 0:
             self.count.setText("No matches")
         else:

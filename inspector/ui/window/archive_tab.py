@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QTabWidget, QVBoxL
 
 from inspector.core.aoti import has_compiled_models
 
-from inspector.core.search import SearchError, SearchResult, parse_query
+from inspector.core.search import Query, SearchError, SearchResult, parse_query, scan_lines
 from inspector.core.document import ProgramView
 from inspector.core.shapes import symbol_tooltip
 from inspector.ui.widgets.compiled_view import CompiledModelView
@@ -40,6 +40,7 @@ class ArchiveTab(QWidget):
         self._screen_program: str | None = None
         self._shown_lines = 0  # lines of the view the listing widget holds
         self.result: SearchResult | None = None
+        self._so_far_query: Query | None = None  # the query _search_so_far's worker answers
         self.last_search_ms = 0.0
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
@@ -249,10 +250,11 @@ class ArchiveTab(QWidget):
 
     # -- search --
     def run_search(self, text: str, case: bool, regex: bool) -> None:
+        self._so_far_query = None  # a search so far still running is for an older query
         if self.view is None:
             return
         if self.view.index is None and text:
-            self.search.count.setText("indexing…")
+            self._search_so_far(text, case, regex)
             return  # run again by view_completed()
         if not text:
             self.result = None
@@ -276,6 +278,36 @@ class ArchiveTab(QWidget):
             cur = max(self.listing.current_line(), 0)
             i = bisect.bisect_left(result.lines, cur)
             self.listing.ensure_visible(result.lines[i % len(result.lines)], center=True)
+
+    def _search_so_far(self, text: str, case: bool, regex: bool) -> None:
+        """While a big program's index is built: the lines shown so far, searched
+        on a worker (scan_lines, ~0.1 s for 700,000 lines) and counted as "so
+        far"; a query with field terms waits for the index."""
+        view = self.view
+        try:
+            query = parse_query(text, case, regex)
+            nothing = scan_lines([], query)  # (a bad pattern is told here, at once)
+        except SearchError as exc:
+            self.result = None
+            self.listing.set_matches([], None)
+            self.search.set_status(0, 0, str(exc))
+            return
+        if nothing is None:
+            self.search.count.setText("indexing…")
+            self.search.count.setToolTip("field terms are answered once the program is indexed")
+            return
+
+        def found(result: SearchResult) -> None:
+            # (the index arrived meanwhile: its search has run, or another query was typed)
+            if self.view is not view or view.index is not None or self._so_far_query is not query:
+                return
+            self.result = result
+            self.listing.set_matches(result.lines, result.spans)
+            self.search.set_status(0, len(result), so_far=True)
+
+        self._so_far_query = query
+        self.doc.tasks.start(scan_lines, view.listing.lines[:self._shown_lines], query,
+                             key="search:so-far", on_done=found)
 
     def next_match(self, backwards: bool = False) -> None:
         if not self.result or not self.result.lines:
