@@ -118,18 +118,25 @@ def test_the_stream_starts_once_the_first_screen_is_painted(qtbot, window, toy_a
 def test_search_answers_from_the_lines_so_far_while_the_program_is_indexed(
         qtbot, window, toy_archive, streamed, monkeypatch):
     # the worker waits after its third chunk: a search then finds the matches in
-    # the lines shown so far (counted "so far"), field terms wait for the index,
-    # and once the whole program is indexed the search runs again on all of it
+    # the lines shown so far (counted "so far"), field terms wait for the index;
+    # let on to its sixth chunk, the search counts the new lines too; once the
+    # whole program is indexed it runs again on all of it
+    from inspector.ui.window import archive_tab
+
     monkeypatch.setattr(listing_mod, "CHUNK_LINES", 20)
-    gate = threading.Event()
+    monkeypatch.setattr(archive_tab, "SO_FAR_EVERY_S", 0.0)
+    gates = {3: threading.Event(), 6: threading.Event()}
     grown = [0]
     real = document._grow
 
     def held(view) -> None:
         real(view)
         grown[0] += 1
-        if grown[0] == 3:
-            gate.wait(30)
+        if grown[0] in gates:
+            gates[grown[0]].wait(30)
+
+    def matching(lines: list[str]) -> list[int]:
+        return [i for i, t in enumerate(lines) if "aten.add" in t.lower()]
 
     monkeypatch.setattr(document, "_grow", held)
     try:
@@ -137,13 +144,13 @@ def test_search_answers_from_the_lines_so_far_while_the_program_is_indexed(
             window.open_archive(toy_archive)
         tab = window.current_tab()
         view = tab.view
-        qtbot.waitUntil(lambda: grown[0] >= 3, timeout=20000)
+        qtbot.waitUntil(lambda: grown[0] == 3, timeout=20000)
         qtbot.waitUntil(lambda: tab.listing.line_count() == view.listed, timeout=5000)
         shown = _shown(tab)
         assert view.index is None and len(shown) < len(render_listing(view.program))
         tab.search.set_text("aten.add")
         qtbot.waitUntil(lambda: "so far" in tab.search.count.text(), timeout=10000)
-        so_far = [i for i, t in enumerate(shown) if "aten.add" in t.lower()]
+        so_far = matching(shown)
         assert so_far and tab.result.lines == so_far
         assert tab.search.count.text() == f"{len(so_far):,} so far…"
         tab.next_match()
@@ -152,13 +159,19 @@ def test_search_answers_from_the_lines_so_far_while_the_program_is_indexed(
         qtbot.waitUntil(lambda: tab.search.count.text() == "indexing…", timeout=5000)
         tab.search.set_text("aten.add")
         qtbot.waitUntil(lambda: "so far" in tab.search.count.text(), timeout=10000)
+        gates[3].set()
+        qtbot.waitUntil(lambda: grown[0] == 6, timeout=20000)
+        qtbot.waitUntil(lambda: tab.listing.line_count() == view.listed, timeout=5000)
+        later = matching(_shown(tab))
+        assert len(later) > len(so_far)
+        qtbot.waitUntil(lambda: tab.result.lines == later, timeout=10000)
+        assert tab.search.count.text() == f"{len(later):,} so far…"
     finally:
-        gate.set()
-    with qtbot.waitSignal(window.loadsFinished, timeout=60000):
-        pass
+        for gate in gates.values():
+            gate.set()
     qtbot.waitUntil(lambda: view.index is not None and "so far" not in tab.search.count.text(),
                     timeout=20000)
-    whole = [i for i, t in enumerate(view.listing.lines) if "aten.add" in t.lower()]
-    assert len(whole) > len(so_far) and tab.result.lines == whole
-    assert tab.search.count.text().endswith(f"{len(whole):,} matches") or \
+    whole = matching(view.listing.lines)
+    assert len(whole) > len(later) and tab.result.lines == whole
+    assert tab.search.count.text() in (f"{len(whole):,} matches", f"1 of {len(whole):,}") or \
         tab.search.count.text().endswith(f"of {len(whole):,}")
