@@ -353,12 +353,32 @@ class Archive(Struct, dict=True, weakref=True):
         return _LEGACY_PROGRAM if self.layout == "legacy" else f"models/{name}.json"
 
     def program_json(self, name: str) -> dict[str, Any]:
+        """The program's JSON document, decoded whole (run, check, profile, retarget)."""
+        return self._program_doc(name, self.whole_program_path(name))
+
+    def _program_doc(self, name: str, path: str) -> dict[str, Any]:
         held = sum(self._program_values.get(n, 0) for n in self._programs if n != name)
-        doc, values = self._read_json(self.program_path(name), held=held)
+        doc, values = self._read_json(path, held=held)
         self._program_values[name] = values
         if not isinstance(doc, dict):
             raise ArchiveError(f"program {name!r} is not a JSON object")
         return doc
+
+    def whole_program_path(self, name: str) -> str:
+        """program_path(name), for a reader that decodes the program's JSON whole
+        (run, check, profile, retarget): up to MAX_JSON_BYTES, where the listing's
+        lean parse reads up to MAX_PROGRAM_BYTES. A genuine program between the
+        two is told so, not refused as a record past a limit."""
+        path = self.program_path(name)
+        info = self._entry(path)
+        if info is not None and MAX_JSON_BYTES < info.file_size <= MAX_PROGRAM_BYTES:
+            raise ArchiveError(
+                f"program {name!r} is {info.file_size / (1 << 20):,.0f} MiB of JSON: running, "
+                f"checking, profiling or retargeting a program reads it whole, up to "
+                f"{MAX_JSON_BYTES >> 20} MiB (torch.export.load would build many GB from it); "
+                f"info, list, audit and the window read programs up to "
+                f"{MAX_PROGRAM_BYTES >> 20} MiB")
+        return path
 
     def program_text(self, name: str) -> bytes | bytearray:
         """A program's JSON text, unparsed (up to MAX_PROGRAM_BYTES)."""
@@ -446,7 +466,8 @@ class Archive(Struct, dict=True, weakref=True):
     def _parse_full(self, name: str) -> Program:
         from inspector.core.program import parse_program
 
-        return parse_program(self.program_json(name), name, consume=True)
+        # (the text the lean parse leaves to it: judged by the record limits alone)
+        return parse_program(self._program_doc(name, self.program_path(name)), name, consume=True)
 
     def programs(self) -> Iterator[Program]:
         for name in self.program_names:

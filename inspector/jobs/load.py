@@ -299,7 +299,7 @@ def vet(path: str | Path, *, trust: bool = False,
             )
         vetted = Vetted(Path(path), wanted, trusted=[r.path for r in risky])
         for name in wanted:
-            raw = ar.read_bytes(ar.program_path(name), core.MAX_JSON_BYTES)
+            raw = ar.read_bytes(ar.whole_program_path(name), core.MAX_JSON_BYTES)
             try:
                 doc = orjson.loads(raw)
             except orjson.JSONDecodeError as exc:

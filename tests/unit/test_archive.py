@@ -230,3 +230,24 @@ def test_retarget_rewrites_a_config_stored_under_another_case(small_archive: Pat
         config = z.read(next(n for n in names if n.endswith("_Weights_Config.json")))
     assert sum(n.lower().endswith("_weights_config.json") for n in names) == 1
     assert b'"meta"' in config and b'"cpu"' not in config
+
+
+def test_a_program_too_big_to_read_whole_is_named_so(small_archive: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # a genuine program between the whole-read limit (run, check, profile,
+    # retarget) and the lean parse's (info, list, audit, the window) is listed,
+    # and the readers that decode it whole say what it is, not "past a limit"
+    from inspector.core.listing import render_listing
+    from inspector.jobs import load
+
+    with open_archive(small_archive) as a:
+        size = a._entry(a.program_path("model")).file_size
+    monkeypatch.setattr(archive_mod, "MAX_JSON_BYTES", size - 1)
+    with open_archive(small_archive) as a:
+        assert render_listing(a.program("model")).lines
+        with pytest.raises(ArchiveError, match=r"program 'model' is 0 MiB of JSON: running, "
+                                               r"checking, profiling or retargeting .* info, list, "
+                                               r"audit and the window read programs up to 1024 MiB"):
+            a.program_json("model")
+    with pytest.raises(ArchiveError, match="running, checking, profiling or retargeting"):
+        load.vet(small_archive, programs=["model"])
