@@ -155,6 +155,9 @@ def test_search_answers_from_the_lines_so_far_while_the_program_is_indexed(
         assert tab.search.count.text() == f"{len(so_far):,} so far…"
         tab.next_match()
         assert tab.listing.current_line() in so_far
+        # F3 counts its place among the matches so far, still saying so
+        place = so_far.index(tab.listing.current_line()) + 1
+        assert tab.search.count.text() == f"{place} of {len(so_far):,} so far…"
         tab.search.set_text("op:arange")
         qtbot.waitUntil(lambda: tab.search.count.text() == "indexing…", timeout=5000)
         tab.search.set_text("aten.add")

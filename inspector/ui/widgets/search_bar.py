@@ -128,7 +128,8 @@ class SearchBar(QWidget):
         if not self.edit.text():
             self.count.setText("")
         elif so_far:
-            self.count.setText(f"{total:,} so far…" if total else "none so far…")
+            self.count.setText(f"{current} of {total:,} so far…" if current and total else
+                               f"{total:,} so far…" if total else "none so far…")
             self.count.setToolTip("matches in the lines listed so far: the whole program's "
                                   "follow once it is indexed")
         elif total == 0:

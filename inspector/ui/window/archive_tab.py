@@ -269,17 +269,13 @@ class ArchiveTab(QWidget):
             self._search_so_far(text, case, regex)
             return  # run again by view_completed()
         if not text:
-            self.result = None
-            self.listing.set_matches([], None)
-            self.search.set_status(0, 0)
+            self._clear_matches()
             return
         t0 = time.perf_counter()
         try:
             result = self.view.index.search(parse_query(text, case, regex))
         except SearchError as exc:
-            self.result = None
-            self.listing.set_matches([], None)
-            self.search.set_status(0, 0, str(exc))
+            self._clear_matches(str(exc))
             return
         self.last_search_ms = (time.perf_counter() - t0) * 1000
         self.result = result
@@ -291,6 +287,16 @@ class ArchiveTab(QWidget):
             i = bisect.bisect_left(result.lines, cur)
             self.listing.ensure_visible(result.lines[i % len(result.lines)], center=True)
 
+    def _so_far(self) -> bool:
+        """Whether the result shown is from the lines listed so far (_search_so_far)."""
+        return self.result is not None and self.result.query is self._so_far_query
+
+    def _clear_matches(self, error: str | None = None) -> None:
+        """No result: the search is empty, or `error` says why its query is invalid."""
+        self.result = None
+        self.listing.set_matches([], None)
+        self.search.set_status(0, 0, error)
+
     def _search_so_far(self, text: str, case: bool, regex: bool) -> None:
         """While a big program's index is built: the lines shown so far, searched
         on a worker (scan_lines, ~0.1 s for 700,000 lines) and counted as "so
@@ -300,9 +306,7 @@ class ArchiveTab(QWidget):
             query = parse_query(text, case, regex)
             nothing = scan_lines([], query)  # (a bad pattern is told here, at once)
         except SearchError as exc:
-            self.result = None
-            self.listing.set_matches([], None)
-            self.search.set_status(0, 0, str(exc))
+            self._clear_matches(str(exc))
             return
         if nothing is None:
             self.search.count.setText("indexing…")
@@ -345,7 +349,7 @@ class ArchiveTab(QWidget):
             self.listing.ensure_columns_visible(*spans[0], keep=name_col)
         elif spans:
             self.listing.horizontalScrollBar().setValue(0)
-        self.search.set_status(i + 1, len(lines), ms=self.last_search_ms)
+        self.search.set_status(i + 1, len(lines), ms=self.last_search_ms, so_far=self._so_far())
 
     def _follow_match(self, line: int) -> None:
         """The counter follows the cursor: "3 of 19" on a match (clicked, or reached by
@@ -356,7 +360,8 @@ class ArchiveTab(QWidget):
         i = bisect.bisect_left(lines, line)
         on_match = i < len(lines) and lines[i] == line
         self.listing.set_current_match(line if on_match else -1)
-        self.search.set_status(i + 1 if on_match else 0, len(lines), ms=self.last_search_ms)
+        self.search.set_status(i + 1 if on_match else 0, len(lines), ms=self.last_search_ms,
+                               so_far=self._so_far())
 
     def _close_search(self) -> None:
         self.search.set_text("")
