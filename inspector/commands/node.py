@@ -74,7 +74,7 @@ def format_text(r: dict[str, Any]) -> str:
                else "  frames:    (no stack trace recorded)")
     for f in r["frames"]:
         kind = "user" if f["user"] else "library"
-        out.append(f"    {f['file']}:{f['line']} in {f['function']} [{kind}]")
+        out.append(f"    {f['file']}:{f['line_text']} in {f['function']} [{kind}]")
         if f["code"]:
             out.append(f"        {f['code']}")
         if f["local"] is None:

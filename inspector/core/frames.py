@@ -16,8 +16,10 @@ from msgspec import Struct  # C-defined records: cheaper to define than dataclas
 _FRAME = re.compile(r'^\s*File "(.+)", line ([0-9]+), in (.+)$')
 # Line numbers this long are not real (a file of a billion lines): they come from
 # a crafted trace. int() of a 5,000-digit string raises, and 2**64 overflows Qt's
-# int: such a frame keeps its place with line 0 ("unknown").
+# int: such a frame keeps its place with line 0 ("unknown") for arithmetic, and
+# `line_text` keeps the number as recorded for display (cut when absurdly long).
 MAX_LINE_DIGITS = 9
+MAX_LINE_TEXT = 40
 _LIBRARY_MARKERS = ("site-packages/", "dist-packages/", "/lib/python3", "<frozen ",
                     "/torch/", "/transformers/")
 _LIBRARY_PREFIXES = ("torch/", "transformers/", "<")
@@ -29,10 +31,17 @@ class Frame(Struct, frozen=True):
     function: str
     code: str  # may be "" when the trace carried no source line
     is_user: bool
+    # the line number as the trace wrote it, when `line` cannot hold it (2**64)
+    recorded_line: str = ""
+
+    @property
+    def line_text(self) -> str:
+        """The line number to show: the recorded one, never the 0 of an unreal one."""
+        return self.recorded_line or str(self.line)
 
     @property
     def location(self) -> str:
-        return f"{self.file}:{self.line}"
+        return f"{self.file}:{self.line_text}"
 
 
 class ModuleEntry(Struct, frozen=True):
@@ -52,7 +61,19 @@ def is_library_file(path: str) -> bool:
 
 def parse_line_number(digits: str) -> int:
     """A trace's line number, or 0 when it is too long to be real."""
+    digits = digits.lstrip("0") or "0"
     return int(digits) if len(digits) <= MAX_LINE_DIGITS else 0
+
+
+def recorded_line_text(digits: str) -> str:
+    """How an unreal line number is shown: as recorded (leading zeros dropped),
+    its middle cut when it is longer than a line of text can sensibly hold."""
+    digits = digits.lstrip("0") or "0"
+    if len(digits) <= MAX_LINE_DIGITS:
+        return ""  # `line` holds it
+    if len(digits) <= MAX_LINE_TEXT:
+        return digits
+    return f"{digits[:16]}…{digits[-8:]} ({len(digits):,} digits)"
 
 
 @lru_cache(maxsize=8192)
@@ -69,9 +90,9 @@ def parse_stack_trace(text: str | None) -> tuple[Frame, ...]:
         code = ""
         if i + 1 < len(lines) and not _FRAME.match(lines[i + 1].strip()):
             code = lines[i + 1].strip()
-        file = m.group(1)
-        frames.append(Frame(file, parse_line_number(m.group(2)), m.group(3), code,
-                            not is_library_file(file)))
+        file, digits = m.group(1), m.group(2)
+        frames.append(Frame(file, parse_line_number(digits), m.group(3), code,
+                            not is_library_file(file), recorded_line_text(digits)))
     return tuple(frames)
 
 

@@ -60,6 +60,8 @@ def describe_node(program: Program, listing: Listing, node: Node,
         local = resolver.resolve(frame.file)
         entry: dict[str, Any] = {
             "file": frame.file, "line": frame.line, "function": frame.function,
+            # `line` is 0 when the recorded number is unreal (2**64); this is the number shown
+            "line_text": frame.line_text,
             "code": frame.code, "user": frame.is_user, "local": local,
         }
         if local is not None:

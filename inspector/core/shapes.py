@@ -39,9 +39,10 @@ class SourceLine:
     line: int
     function: str
     code: str
+    line_text: str = ""  # the recorded number when `line` cannot hold it (frames.py)
 
     def text(self) -> str:
-        return f"{self.file}:{self.line} in {self.function}" + (f": {self.code}" if self.code else "")
+        return f"{self.file}:{self.line_text or self.line} in {self.function}" + (f": {self.code}" if self.code else "")
 
 
 @dataclass(slots=True)
@@ -262,7 +263,7 @@ def _assertion(node: Node, graph: Graph) -> Assertion | None:
     condition = render_condition(condition)
     frames = parse_stack_trace(node.stack_trace)
     frame = first_user_frame(frames) or (frames[-1] if frames else None)
-    source = SourceLine(frame.file, frame.line, frame.function, frame.code) if frame else None
+    source = SourceLine(frame.file, frame.line, frame.function, frame.code, frame.recorded_line) if frame else None
     return Assertion(node.name, graph.name, node.index, op, condition,
                      list(dict.fromkeys(_SYMBOL.findall(condition))), source)
 

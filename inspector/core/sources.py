@@ -47,6 +47,10 @@ _NOT_SOURCES = ("/proc/", "/sys/", "/dev/")
 # Source files bigger than this are not read (a line check on a generated
 # multi-MB file is not worth the memory).
 MAX_SOURCE_BYTES = 8 * 1024 * 1024
+# What a stack frame's file may be for its text to be read and shown: Python source.
+# A trace from the file can name /etc/shadow, ~/.ssh/id_rsa, notes.txt, or `x.py`
+# linking to any of them; the name and the file it resolves to must both say Python.
+SOURCE_SUFFIXES = (".py", ".pyi", ".pyx")
 
 
 class SourceMapError(InspectorError):
@@ -165,39 +169,78 @@ class SourceResolver:
         if where is None:
             return None
         if len(parts) == 1:
-            return where if os.path.isfile(where) else None
+            return _existing(where)
         return _existing(os.path.join(where, *parts[1:]))
 
 
-def _existing(path: str) -> str | None:
-    if os.path.realpath(path).startswith(_NOT_SOURCES):
+def source_file(path: str) -> str | None:
+    """The real path of `path` when it is a file whose text may be read and shown
+    for a stack frame, else None. The one rule of the `node` command and the
+    window's Source pane: the recorded name AND the file it resolves to (links
+    followed) end in .py/.pyi/.pyx, it is a regular file, outside /proc, /sys and
+    /dev, and at most MAX_SOURCE_BYTES."""
+    try:
+        real = os.path.realpath(path)
+        if (not _is_source_name(path) or not _is_source_name(real)
+                or real.startswith(_NOT_SOURCES)):
+            return None
+        st = os.stat(real)
+    except (OSError, ValueError):  # ValueError: a NUL in the recorded path
         return None
-    return path if os.path.isfile(path) else None
+    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SOURCE_BYTES:
+        return None
+    return real
+
+
+def _is_source_name(path: str) -> bool:
+    return os.path.splitext(path)[1].lower() in SOURCE_SUFFIXES
+
+
+def read_source_text(path: str) -> str | None:
+    """The text of `path` when `source_file` allows it (decoded leniently), else None.
+    Opened without blocking and checked again on the open file: a name swapped for
+    a FIFO or a device after the check is still not read."""
+    real = source_file(path)
+    if real is None:
+        return None
+    try:
+        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fp:
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SOURCE_BYTES:
+                return None
+            data = fp.read(MAX_SOURCE_BYTES + 1)  # a file that grew meanwhile stays bounded
+        except OSError:
+            return None
+    if len(data) > MAX_SOURCE_BYTES:
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+def _existing(path: str) -> str | None:
+    return path if source_file(path) is not None else None
 
 
 @lru_cache(maxsize=64)
 def _read_lines(path: str, mtime_ns: int) -> tuple[str, ...] | None:
     del mtime_ns  # part of the cache key only: an edited file is read again
-    try:
-        if os.path.getsize(path) > MAX_SOURCE_BYTES:
-            return None
-        with open(path, encoding="utf-8", errors="replace") as fp:
-            return tuple(fp.read().splitlines())
-    except OSError:
-        return None
+    text = read_source_text(path)
+    return None if text is None else tuple(text.splitlines())
 
 
 def source_lines(path: str) -> Sequence[str] | None:
-    """The file's lines (cached until it changes), or None when unreadable."""
-    real = os.path.realpath(path)
-    if real.startswith(_NOT_SOURCES):
+    """The file's lines (cached until it changes), or None when `source_file`
+    does not allow it."""
+    real = source_file(path)
+    if real is None:
         return None
     try:
         st = os.stat(real)
     except OSError:
         return None
-    if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
-        return None  # empty, or a pseudo-file that reports no size
     return _read_lines(real, st.st_mtime_ns)
 
 

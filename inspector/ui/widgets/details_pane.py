@@ -192,7 +192,7 @@ class DetailsPane(QWidget):
                 rows.append(f"<div class='dim'>⋯ {folded} library frame{'s' if folded > 1 else ''}</div>")
                 folded = 0
             cls = "frame user" if f.is_user else "frame lib"
-            rows.append(f"<div class='{cls}'><a href='frame:{i}'>{_show(_short(f.file))}:{f.line}</a>"
+            rows.append(f"<div class='{cls}'><a href='frame:{i}'>{_show(_short(f.file))}:{_show(f.line_text)}</a>"
                         f" <span class='dim'>in {_show(f.function)}</span>"
                         + (f"<br><code>{_show(f.code, MAX_CODE)}</code>" if f.code else "") + "</div>")
         if folded:

@@ -8,8 +8,6 @@ line the trace recorded.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QSyntaxHighlighter, QTextCharFormat, QTextCursor, QTextFormat
 from PySide6.QtWidgets import (
@@ -24,22 +22,17 @@ from PySide6.QtWidgets import (
 from pygments.lexers.python import PythonLexer
 
 from inspector.core.frames import Frame
-from inspector.core.sources import SourceResolver
+from inspector.core.sources import SourceResolver, read_source_text
 from inspector.core.text import mark_invisible
 from inspector.ui.plain import ElidedLabel, plain_tip, shown
 from inspector.ui.tasks import TaskGroup
 from inspector.core.line_highlight import _category
 from inspector.ui.widgets.theme import Theme, code_font, current_theme
 
-MAX_SOURCE_BYTES = 8 * 1024 * 1024
 # Lexing is pure Python (pygments, ~7 s per MB): bigger files are shown uncoloured,
 # smaller ones are lexed off the GUI thread and coloured when the spans arrive.
 MAX_LEX_BYTES = 512 * 1024
 LEX_DELAY_MS = 150  # see SourcePane._lex_timer
-
-
-_SOURCE_SUFFIXES = (".py", ".pyi", ".pyx")
-_SYSTEM_ROOTS = ("/proc/", "/sys/", "/dev/")
 
 
 def read_source(path: str) -> str | None:
@@ -48,17 +41,8 @@ def read_source(path: str) -> str | None:
     suffix of the resolved target: `x.py` linking to a key file is not one), never
     /proc-like pseudo files (`/proc/self/environ` is a "regular file"). Bidi,
     zero-width and control characters are marked (core/text.py), as everywhere."""
-    try:
-        p = Path(path)
-        real = p.resolve()
-        if (p.suffix.lower() not in _SOURCE_SUFFIXES or real.suffix.lower() not in _SOURCE_SUFFIXES
-                or str(real).startswith(_SYSTEM_ROOTS)):
-            return None
-        if not real.is_file() or real.stat().st_size > MAX_SOURCE_BYTES:
-            return None
-        return mark_invisible(real.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError):  # ValueError: a NUL in the recorded path
-        return None
+    text = read_source_text(path)  # the rule `node` follows too (core/sources.py)
+    return None if text is None else mark_invisible(text)
 
 
 Spans = dict[int, list[tuple[int, int, str]]]
@@ -175,7 +159,7 @@ class SourcePane(QWidget):
         # torch/ path): the same package's file here is what we show
         local = self._sources.resolve(frame.file) or frame.file
         text = None if same else read_source(local)  # read once per file, not per click
-        where = f"{_name(frame.file)}:{frame.line}"
+        where = f"{_name(frame.file)}:{frame.line_text}"
         self._quiet = True
         try:
             if not same and text is None:
@@ -186,7 +170,7 @@ class SourcePane(QWidget):
                 self.header.setToolTip(plain_tip(frame.file))
                 self.editor.setPlainText(
                     f"# {shown(frame.file)} is not on this machine.\n"
-                    f"# The stack trace recorded line {frame.line} (in {shown(frame.function)}):\n\n"
+                    f"# The stack trace recorded line {frame.line_text} (in {shown(frame.function)}):\n\n"
                     f"{shown(frame.code, 4000) or '(no code line recorded)'}\n")
                 self._mark(3)
                 return
