@@ -2,12 +2,15 @@
 
 Panels depend on a Workspace (and widgets), never on the window: a panel's test builds
 `Panel(Workspace())`. The window is one client among others: it shows a tab for each
-document, follows `currentChanged`, paints `marksChanged`, and answers `nodeRequested`.
+document, follows `currentChanged` and paints `marksChanged`. Where the user is (the
+current node and line, highlighted lines and why, the selected module, Back/Forward,
+a node asked for) is `ws.selection` (inspector/ui/selection.py): every view follows it.
 
     ws.open(path)                  # read off the GUI thread -> documentOpened(doc); a big
                                    #    program's first lines before -> firstScreenReady
     ws.current                     # the Document of the current tab (or None)
-    ws.select_node(program, node)  # -> nodeRequested(doc, program, node)
+    ws.selection                   # the selection model: .changed, .node, .select_node(...)
+    ws.select_node(program, node)  # = ws.selection.select_node (and nodeRequested)
     ws.annotate(doc, program, AnnotationLayer("profile", heat={...}))  # -> marksChanged
     ws.compare(path_a, path_b)     # -> compareRequested: the window shows them side by side
     ws.close(doc)                  # -> documentClosed(doc); its tasks are cancelled and
@@ -41,6 +44,7 @@ from inspector.core.first_screen import first_screen_of
 from inspector.core.gcpause import release_frozen
 from inspector.core.heap import give_back_freed
 from inspector.core.shapes import ProgramShapes, archive_shapes
+from inspector.ui.selection import Selection
 from inspector.ui.tasks import Task, TaskContext, TaskGroup
 
 # Threads for all in-process work of a window: two parse/index tasks at once (each
@@ -217,7 +221,9 @@ class Workspace(QObject):
     documentClosed = Signal(object)  # Document: removed; its archive closes when idle
     currentChanged = Signal(object)  # Document | None
     marksChanged = Signal(object, str)  # Document, program: its annotations changed
-    nodeRequested = Signal(object, str, str)  # Document, program, node name: show it
+    # Document, program, node name: asked for through select_node (the selection
+    # model's request; kept for those who only want to hear of the ask)
+    nodeRequested = Signal(object, str, str)
     compareRequested = Signal(str, str)  # paths A, B: show them side by side
     programLoaded = Signal(object, object)  # Document, ProgramView: built, ready to show
     programIndexed = Signal(object, object)  # Document, ProgramView: search index attached
@@ -237,6 +243,7 @@ class Workspace(QObject):
         self._opening = TaskGroup(self.pool, self)  # opens: no document owns them yet
         self._open_tasks: dict[Path, Task] = {}
         self._loads = 0
+        self.selection = Selection(self, self)  # where the user is; every view follows it
 
     # -- documents --
     @property
@@ -323,6 +330,7 @@ class Workspace(QObject):
             self._current = None
             self.currentChanged.emit(None)
         self.documentClosed.emit(doc)
+        self.selection.forget(doc)
 
         def release() -> None:
             doc.archive.close()
@@ -439,9 +447,11 @@ class Workspace(QObject):
 
     # -- nodes and annotations --
     def select_node(self, program: str, node: str, doc: Document | None = None) -> None:
-        """Ask the window to show `node` of `program` (default: in the current document)."""
+        """Show `node` of `program` (default: in the current document): the selection
+        model's request, which the document's listing answers."""
         doc = doc or self._current
         if doc is not None:
+            self.selection.select_node(program, node, doc)
             self.nodeRequested.emit(doc, program, node)
 
     def compare(self, path_a: str | Path, path_b: str | Path) -> None:

@@ -74,8 +74,7 @@ def build_menus(w: MainWindow) -> None:
     _act(w, nav, "Next &Tab", lambda: _cycle_tab(w, 1), ["Ctrl+Tab"])
     _act(w, nav, "Previous T&ab", lambda: _cycle_tab(w, -1), ["Ctrl+Shift+Tab"])
     _act(w, nav, "Focus &Listing", _tab_call(w, lambda t: t.listing.setFocus()), ["Ctrl+L"])
-    _act(w, nav, "Clear &Highlights", _tab_call(w, lambda t: t.listing.set_related_lines([])),
-         ["Ctrl+Shift+H"])
+    _act(w, nav, "Clear &Highlights", lambda: w.selection.clear_highlight(), ["Ctrl+Shift+H"])
 
     w.view_menu = bar.addMenu("&View")
     # the modes first (Listing, then each dashboard panel: window.add_page inserts them)

@@ -2,6 +2,12 @@
 
 Search state lives here (it is per listing); the window's docks (details, source,
 module tree, tables) follow whichever tab is current.
+
+The tab is the listing's voice in the selection model (workspace.selection,
+inspector/ui/selection.py): while its document is the current one it publishes its
+cursor (`publish`), its search matches (SEARCH) and its jumps (Back/Forward); it obeys
+the requests for its document (a node by name, a line: now, once the program is
+read, or once the line is streamed in) and paints the highlighted lines.
 """
 
 from __future__ import annotations
@@ -16,10 +22,12 @@ from inspector.core.aoti import has_compiled_models
 
 from inspector.core.search import Query, SearchError, SearchResult, parse_query, scan_lines
 from inspector.core.document import ProgramView
+from inspector.core.selection import Place, Request, node_line
 from inspector.core.shapes import symbol_tooltip
 from inspector.ui.widgets.compiled_view import CompiledModelView
 from inspector.ui.plain import ElidedLabel
 from inspector.ui.widgets.listing_view import ListingView
+from inspector.ui.selection import HIGHLIGHT, REQUEST, SEARCH, Selection
 from inspector.ui.widgets.search_bar import SearchBar
 from inspector.ui.workspace import Document, FirstScreen
 
@@ -48,6 +56,9 @@ class ArchiveTab(QWidget):
         self._so_far_query: Query | None = None  # the query _search_so_far's worker answers
         self._so_far_at = 0.0  # when its last pass started (time.monotonic)
         self.last_search_ms = 0.0
+        ws = doc.workspace
+        self.selection: Selection | None = ws.selection if ws is not None else None
+        self._obeying = False  # answering a request (its show_view must not answer it again)
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         # the program's listing; an AOTInductor package adds a page for its
@@ -81,6 +92,7 @@ class ArchiveTab(QWidget):
         self.search.navigate.connect(self.next_match)
         self.search.closed.connect(self._close_search)
         self.listing.currentLineChanged.connect(self.currentLineChanged)
+        self.listing.currentLineChanged.connect(lambda _line: self.publish())
         self.listing.currentLineChanged.connect(self._follow_match)
         self.listing.definitionRequested.connect(self.go_to_definition)
         self.listing.usersRequested.connect(lambda word, _line: self.usersRequested.emit(word))
@@ -104,6 +116,104 @@ class ArchiveTab(QWidget):
             outer.addWidget(self.pages)
         else:
             outer.addWidget(self.listing_page)
+        if self.selection is not None:
+            self.selection.changed.connect(self._selection_changed)
+
+    # -- the selection model --
+    def is_current(self) -> bool:
+        """Whether this tab's document is the workspace's current one (the tab whose
+        cursor is the selection)."""
+        ws = self.doc.workspace
+        return ws is not None and ws.current is self.doc and not self.doc.closed
+
+    def publish(self) -> None:
+        """Tell the selection where this listing's cursor is (and its search matches),
+        when its document is the current one."""
+        sel, view = self.selection, self.view
+        if sel is None or not self.is_current():
+            return
+        if view is None:
+            sel.move_to(self.doc, self._screen_program, -1, None)
+            return
+        line = self.listing.current_line()
+        node = view.node_at(line)
+        sel.move_to(self.doc, view.name, line, node.name if node is not None else None)
+        search = sel.state.highlights.get(SEARCH)
+        if self.result is not None and (search is None or search.document is not self.doc
+                                        or search.program != view.name):
+            sel.highlight(self.result.lines, SEARCH, document=self.doc, program=view.name)
+        self._paint_highlights()
+
+    def _publish_matches(self) -> None:
+        sel, view = self.selection, self.view
+        if sel is None or view is None or not self.is_current():
+            return
+        if self.result is None:
+            sel.clear_highlight(SEARCH)
+        else:
+            sel.highlight(self.result.lines, SEARCH, document=self.doc, program=view.name)
+
+    def _selection_changed(self, aspects: frozenset) -> None:
+        if self.doc.closed:
+            return
+        if REQUEST in aspects:
+            self._retry_request()
+        if HIGHLIGHT in aspects:
+            self._paint_highlights()
+
+    def _paint_highlights(self) -> None:
+        sel, view = self.selection, self.view
+        if sel is None or view is None:
+            return
+        lines = sel.highlighted(self.doc, view.name)
+        if lines != self.listing.related_lines():
+            self.listing.set_related_lines(lines)
+
+    def _retry_request(self) -> None:
+        sel = self.selection
+        req = sel.request if sel is not None else None
+        if req is not None and req.document is self.doc and not self._obeying:
+            self._obeying = True
+            try:
+                self._obey(req)
+            finally:
+                self._obeying = False
+
+    def _obey(self, req: Request) -> None:
+        """Show what `req` asks for, if this listing can now; a request it can never
+        answer (the program read whole, no such node) is dropped."""
+        sel = self.selection
+        view = self.doc.views.get(req.program)
+        if view is None:
+            if self._screen_program != req.program:
+                self.select_program(req.program)  # read it: show_view answers then
+            return
+        # where the user was, if in another program of this document (Back returns there)
+        before = req.origin if req.origin is not None and req.origin.program != req.program \
+            else None
+        if self.view is not view:
+            self.show_view(view)
+        shown = self._shown_lines
+        if req.node is not None:
+            line = node_line(view.listing, req.node, shown)
+        else:
+            line = req.line if req.line is not None and 0 <= req.line < shown else None
+        if line is None:
+            if not view.complete or view.streaming:
+                return  # not streamed in yet: asked again as lines arrive (view_grew)
+            sel.drop_request(req)  # judged whole: it is not there
+            return
+        if req.record and before is not None:
+            self.show_listing_page()
+            self.listing.set_current_line(line, center=True)
+            sel.state.history.record(before, Place(self.doc, view.name, line))
+        elif req.record:
+            self.jump_to(line)
+        else:
+            self.show_listing_page()
+            self.listing.set_current_line(line, center=True)
+        self.publish()
+        sel.drop_request(req)  # answered (a graph input's line has no node to match)
 
     # -- programs --
     def show_first_screen(self, screen: FirstScreen) -> None:
@@ -150,6 +260,8 @@ class ArchiveTab(QWidget):
         self.listing.horizontalScrollBar().setValue(0)
         if moved is not None:
             self.listing.go_to_place(moved)
+        self.publish()
+        self._retry_request()
 
     def _show_info(self) -> None:
         view = self.view
@@ -175,6 +287,7 @@ class ArchiveTab(QWidget):
             if query is not None and not self.doc.tasks.busy("search:so-far") and \
                     time.monotonic() - self._so_far_at >= SO_FAR_EVERY_S:
                 self._scan_so_far(view, query)
+            self._retry_request()
 
     def view_completed(self, view: ProgramView) -> None:
         """The rest of a big program's listing and its search index arrived after
@@ -186,6 +299,7 @@ class ArchiveTab(QWidget):
         self._show_info()
         if self.search.text():
             self.search.emit_query()
+        self._retry_request()  # judged whole now: shown, or dropped
 
     def _program_picked(self, name: str) -> None:
         if not name:
@@ -245,8 +359,11 @@ class ArchiveTab(QWidget):
 
     # -- navigation --
     def jump_to(self, line: int) -> None:
+        """Move the cursor to `line` as a jump Back can return from."""
         self.show_listing_page()
         old = self.listing.current_line()
+        if old != line and self.selection is not None and self.view is not None:
+            self.selection.record_jump(self.doc, self.view.name, old, line)
         self.listing.set_current_line(line, center=True)
         if old != line:
             self.jumped.emit(old, line)
@@ -281,6 +398,7 @@ class ArchiveTab(QWidget):
         self.result = result
         self.listing.set_matches(result.lines, result.spans)
         self.search.set_status(0, len(result), ms=self.last_search_ms)
+        self._publish_matches()
         if result.lines:
             # show the first match at or after the cursor without moving it
             cur = max(self.listing.current_line(), 0)
@@ -296,6 +414,7 @@ class ArchiveTab(QWidget):
         self.result = None
         self.listing.set_matches([], None)
         self.search.set_status(0, 0, error)
+        self._publish_matches()
 
     def _search_so_far(self, text: str, case: bool, regex: bool) -> None:
         """While a big program's index is built: the lines shown so far, searched
@@ -323,6 +442,7 @@ class ArchiveTab(QWidget):
             self.result = result
             self.listing.set_matches(result.lines, result.spans)
             self.search.set_status(0, len(result), so_far=True)
+            self._publish_matches()
 
         self._so_far_at = time.monotonic()
         self.doc.tasks.start(scan_lines, view.listing.lines[:self._shown_lines], query,

@@ -4,7 +4,9 @@ the docks of the registered panels (inspector/ui/panels/registry.py).
 
 The window is a client of its Workspace (inspector/ui/workspace.py): the workspace
 reads archives and programs off the GUI thread and says when they are ready; the
-window shows them, and answers the workspace's nodeRequested and marksChanged.
+window shows them, paints marksChanged, and follows the selection model
+(workspace.selection: where the user is, what is highlighted, Back/Forward), which
+the archive tabs publish into and obey.
 
 The window process never imports torch: archives are read by inspector.core
 (zip + JSON), and torch work happens in child processes (inspector.jobs).
@@ -34,8 +36,10 @@ from PySide6.QtWidgets import (
 from inspector.core.annotations import AnnotationLayer, Mark
 from inspector.core.document import ProgramView
 from inspector.core.frames import parse_stack_trace
+from inspector.core.selection import node_line
 from inspector.ui import settings as keys
 from inspector.ui.plain import ElidedLabel, message_box, plain_label
+from inspector.ui.selection import HIGHLIGHT, PLACE, REQUEST, SOURCE_LINE, USERS
 from inspector.ui.widgets.details_pane import DetailsPane
 from inspector.ui.widgets.module_tree import ModuleTree
 from inspector.ui.widgets.side_tables import SideTables
@@ -81,10 +85,8 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.resize(1400, 880)
         self.last_error: QMessageBox | None = None
-        self._history: list[tuple[ArchiveTab, str, int]] = []
-        # a node asked for before its line was streamed in: id(view) -> (tab, program, node)
-        self._pending_node: dict[int, tuple[ArchiveTab, str, str]] = {}
-        self._hist_pos = -1
+        self.selection = ws.selection
+        self._status_says_highlight = False  # the status bar shows the highlight's label
         self._source_nodes: list[int] = []
         self._auto_source = False  # the source pane follows the cursor: no highlight
         # The frame of the current node while the Source dock is hidden (a panel
@@ -156,7 +158,7 @@ class MainWindow(QMainWindow):
         ws.openFailed.connect(lambda path, msg, det: self._failed(Path(path), msg, det))
         ws.loadFailed.connect(lambda doc, msg, det: self._failed(doc.path, msg, det))
         ws.marksChanged.connect(self._marks_changed)
-        ws.nodeRequested.connect(self._node_requested)
+        self.selection.changed.connect(self._selection_changed)
         ws.compareRequested.connect(self.open_compare)
         ws.status.connect(self.status_label.setText)
         ws.busyChanged.connect(self.progress.setVisible)
@@ -317,8 +319,6 @@ class MainWindow(QMainWindow):
     def _opened(self, doc: Document) -> None:
         tab = ArchiveTab(doc, self)
         tab.programRequested.connect(lambda name, t=tab: self.workspace.load_program(t.doc, name))
-        tab.currentLineChanged.connect(lambda line, t=tab: self._line_changed(t, line))
-        tab.jumped.connect(lambda old, new, t=tab: self._record_jump(t, old, new))
         tab.usersRequested.connect(self.show_users)
         first = self._first_screen_tab(doc.path)
         self.tabs.setUpdatesEnabled(False)  # one paint for the swap, not three
@@ -373,7 +373,6 @@ class MainWindow(QMainWindow):
         if tab is None:
             return  # closed meanwhile
         tab.view_completed(view)
-        self._retry_pending(view)
         if tab is self.current_tab() and tab.view is view:
             self._program_shown(tab)
 
@@ -391,10 +390,7 @@ class MainWindow(QMainWindow):
         self.details.show_message("No node selected.")
         self.tabs.removeTab(index)
         if isinstance(tab, ArchiveTab):
-            self._history = [h for h in self._history if h[0] is not tab]
-            self._pending_node = {k: v for k, v in self._pending_node.items() if v[0] is not tab}
-            self._hist_pos = len(self._history) - 1
-            self.workspace.close(tab.doc)  # its tasks first, then its archive
+            self.workspace.close(tab.doc)  # the selection forgets it  # its tasks first, then its archive
             tab.deleteLater()
         elif isinstance(tab, FirstScreenTab):  # still read: no document is made of it
             self.workspace.cancel_open(tab.path)
@@ -455,54 +451,47 @@ class MainWindow(QMainWindow):
         tab = self.current_tab()
         return str(tab.doc.path) if tab else None
 
-    def _node_requested(self, doc: Document, program: str, node: str) -> None:
-        tab = self._tab_of(doc)
-        if tab is None:
-            return
-        self.set_mode(LISTING)  # a node is shown in the listing, whatever mode asked
-        self.tabs.setCurrentWidget(tab)
-        self.select_node(program, node)
+    def _selection_changed(self, aspects: frozenset) -> None:
+        """The window's part of following the selection model: a request shows its
+        document's tab in the listing mode; a move updates the docks; a highlight's
+        label is the status bar's line while it lasts."""
+        sel = self.selection
+        if REQUEST in aspects and sel.request is not None:
+            tab = self._tab_of(sel.request.document)
+            if tab is not None:
+                self.set_mode(LISTING)  # a node is shown in the listing, whatever mode asked
+                if tab is not self.tabs.currentWidget():
+                    self.tabs.setCurrentWidget(tab)
+        if PLACE in aspects:
+            tab = self.current_tab()
+            if tab is not None and sel.document is tab.doc and tab.view is not None \
+                    and sel.program == tab.view.name:
+                self._line_changed(tab, sel.line)
+        if HIGHLIGHT in aspects:
+            label = sel.label()
+            if label:
+                self.status_label.setText(label)
+                self._status_says_highlight = True
+            elif self._status_says_highlight:
+                self._status_says_highlight = False
+                tab = self.current_tab()
+                if tab is not None and not self.is_loading():
+                    self.status_label.setText(self._summary(tab))
 
     def select_node(self, program_name: str, node_name: str) -> bool:
-        """Show `node_name` of `program_name` in the current archive's listing."""
+        """Show `node_name` of `program_name` in the current archive's listing (the
+        selection model's request); whether it is shown now (else: once its program
+        is read or its line streamed in)."""
         tab = self.current_tab()
         if tab is None:
             return False
+        sel = self.selection
+        sel.select_node(program_name, node_name, tab.doc)
         view = tab.doc.views.get(program_name)
-        if view is None:
-            tab.select_program(program_name)  # loads it; select once it is shown
-            self.loadsFinished.connect(lambda: self._select_later(tab, program_name, node_name),
-                                       Qt.ConnectionType.SingleShotConnection)
+        if view is None or sel.request is not None:
             return False
-        if tab.view is not view:
-            tab.show_view(view)
-            self._program_shown(tab)
-        self._pending_node.pop(id(view), None)
-        shown = tab.listing.line_count() if tab.view is view else len(view.listing)
-        for node in view.program.all_nodes():
-            if node.name == node_name:
-                line = view.listing.line_of(node)
-                if line is not None and line < shown:
-                    tab.jump_to(line)
-                    return True
-        line = view.listing.definitions.get(("", node_name))  # a graph input (placeholder)
-        if line is not None and line < shown:
-            tab.jump_to(line)
-            return True
-        if view.streaming or not view.complete:
-            # not streamed in yet: shown when its chunk arrives (_grew), or judged
-            # again once the whole listing is written (_completed)
-            self._pending_node[id(view)] = (tab, program_name, node_name)
-        return False
-
-    def _retry_pending(self, view: ProgramView) -> None:
-        pending = self._pending_node.get(id(view))
-        if pending is not None:
-            tab, program, node = pending
-            if tab is self.current_tab() and tab.view is view:
-                self.select_node(program, node)
-            if view.complete:
-                self._pending_node.pop(id(view), None)  # found or not: judged whole
+        line = node_line(view.listing, node_name)
+        return line is not None and sel.program == program_name and sel.line == line
 
     def _grew(self, doc: Document, view: ProgramView) -> None:
         tab = self._tab_of(doc)
@@ -512,11 +501,6 @@ class MainWindow(QMainWindow):
         if tab is self.current_tab() and tab.view is view:
             self.cursor_label.setText(
                 f"Line {tab.listing.current_line() + 1:,} of {tab.listing.line_count():,}")
-        self._retry_pending(view)
-
-    def _select_later(self, tab: ArchiveTab, program: str, node: str) -> None:
-        if tab is self.current_tab() and program in tab.doc.views:
-            self.select_node(program, node)
 
     def set_line_marks(self, lines: dict[int, str], program: str | None = None) -> None:
         """Plain gutter marks (line -> severity) on the current archive's listing, as the
@@ -531,6 +515,7 @@ class MainWindow(QMainWindow):
         tab = self.current_tab()
         self.workspace.set_current(tab.doc if tab is not None else None)
         if tab is not None:
+            tab.publish()  # its cursor is the selection now
             self._program_shown(tab)
 
     def _program_shown(self, tab: ArchiveTab) -> None:
@@ -552,13 +537,19 @@ class MainWindow(QMainWindow):
         self.modules.set_view(view)
         self.modules.set_heat(tab.doc.annotations.module_heat(view.name))
         self.tables.set_program(tab.doc, view)
-        n_prog = len(tab.doc.program_names)
         if not self.is_loading():
-            self.status_label.setText(
-                f"{tab.doc.path.name}: {n_prog} program{'s' if n_prog != 1 else ''} · "
+            self.status_label.setText(self.selection.label() or self._summary(tab))
+        self._line_changed(tab, tab.listing.current_line())
+
+    def _summary(self, tab: ArchiveTab) -> str:
+        """The status bar's line about the tab's archive and program."""
+        view = tab.view
+        if view is None:
+            return tab.summary()
+        n_prog = len(tab.doc.program_names)
+        return (f"{tab.doc.path.name}: {n_prog} program{'s' if n_prog != 1 else ''} · "
                 f"{view.name}: {view.node_count:,} nodes, {tab.listing.line_count():,} lines "
                 f"(read in {view.seconds:.2f} s)")
-        self._line_changed(tab, tab.listing.current_line())
 
     def _line_changed(self, tab: ArchiveTab, line: int) -> None:
         if tab is not self.current_tab() or tab.view is None:
@@ -627,9 +618,10 @@ class MainWindow(QMainWindow):
         if not name:
             return []
         users = view.users_of(name, line)
-        tab.listing.set_related_lines(users)
-        self.status_label.setText(f"{len(users)} user{'s' if len(users) != 1 else ''} of {name}"
-                                  + (" highlighted (listed in Details)" if users else ""))
+        self.selection.highlight(users, USERS,
+                                 f"{len(users)} user{'s' if len(users) != 1 else ''} of {name}"
+                                 + (" highlighted (listed in Details)" if users else ""),
+                                 document=tab.doc, program=view.name)
         return users
 
     def go_to_definition(self) -> bool:
@@ -652,10 +644,10 @@ class MainWindow(QMainWindow):
         if tab is None or view is None:
             return
         lines = view.module_lines(path)
-        tab.listing.set_related_lines(lines)
+        self.selection.select_module(path, lines,
+                                     f"module {path or '(root)'}: {len(lines):,} nodes selected")
         if lines:
             tab.jump_to(lines[0])
-        self.status_label.setText(f"module {path or '(root)'}: {len(lines):,} nodes selected")
 
     def _show_frame(self, frame) -> None:
         self._pending_frame = None  # this frame, not the cursor's innermost one
@@ -676,7 +668,11 @@ class MainWindow(QMainWindow):
         pos = 0
         if tab is not None:
             if not self._auto_source:  # the user picked a source line: show its nodes
-                tab.listing.set_related_lines(self._source_nodes)
+                n = len(self._source_nodes)
+                self.selection.highlight(
+                    self._source_nodes, SOURCE_LINE,
+                    f"{Path(file).name}:{line}: {n:,} node{'s' if n != 1 else ''} highlighted",
+                    document=tab.doc, program=view.name)
             cur = tab.listing.current_line()
             if cur in self._source_nodes:
                 pos = self._source_nodes.index(cur) + 1
@@ -698,36 +694,11 @@ class MainWindow(QMainWindow):
         self.source.set_node_count(len(lines), lines.index(target) + 1)
 
     # ------------------------------------------------------------------ history
-    def _record_jump(self, tab: ArchiveTab, old: int, new: int) -> None:
-        prog = tab.view.name if tab.view else ""
-        del self._history[self._hist_pos + 1:]
-        if not self._history or self._history[-1] != (tab, prog, old):
-            self._history.append((tab, prog, old))
-        self._history.append((tab, prog, new))
-        self._hist_pos = len(self._history) - 1
-
     def go_back(self) -> bool:
-        return self._go(-1)
+        return self.selection.back()
 
     def go_forward(self) -> bool:
-        return self._go(1)
-
-    def _go(self, step: int) -> bool:
-        pos = self._hist_pos + step
-        if not 0 <= pos < len(self._history):
-            return False
-        self._hist_pos = pos
-        tab, prog, line = self._history[pos]
-        if self.tabs.indexOf(tab) < 0:
-            return False
-        self.tabs.setCurrentWidget(tab)
-        if tab.view is None or tab.view.name != prog:
-            view = tab.doc.views.get(prog)
-            if view is None:
-                return False
-            tab.show_view(view)
-        tab.listing.set_current_line(line, center=True)
-        return True
+        return self.selection.forward()
 
     # ------------------------------------------------------------------ look
     def apply_theme(self) -> None:
