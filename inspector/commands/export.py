@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from inspector.jobs.spec import ExportSpec, separate_paths
 
     spec = ExportSpec.from_args(args)  # ExportSpecError -> `error: ...`, exit 2
-    check_output(args.output)
+    check_output(args.output, separate=args.separate)
     argv = [*spec.to_argv(), "-o", args.output] + (["--separate"] if args.separate else [])
     bar = ProgressBar()
     started: list[Job] = []

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from inspector.core.archive import open_archive
-from inspector.core.report import ReportError, build_report, write_atomically
+from inspector.core.report import ReportError, build_report, check_report_output, write_atomically
 from inspector.core.weight_stats import program_weights
 
 NAME = "report"
@@ -37,11 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    out = Path(args.output)
-    if out.is_dir():
-        raise ReportError(f"{out} is a folder (give a file name, e.g. {out / 'report.html'})")
-    if not (out.parent if str(out.parent) else Path(".")).is_dir():
-        raise ReportError(f"cannot write {out} (folder {out.parent} does not exist)")
+    # before any work: never the archive or the profile, never a device, FIFO or link
+    out = check_report_output(args.output, [args.file, args.profile])
     profile = read_profile(args.profile) if args.profile else None
     with open_archive(args.file) as archive:
         names = [args.program] if args.program else list(archive.program_names)

@@ -11,6 +11,14 @@ Elsewhere (or where the filesystem refuses `O_TMPFILE`: some network and FUSE
 filesystems), a named partial file `.NAME.PID.HEX.partial` beside the target is
 used; error and signal paths remove it, and `remove_stale_partials` removes the
 ones of writers that are gone (by pid) before the next write to that target.
+
+`check_output_path` is the one rule every command that writes a file applies to
+its output before doing any work (retarget, report, export; the window's Export
+and Retarget through them): never an input of the same command, never a folder,
+a symbolic link, a device, a FIFO or a socket (the final rename would replace the
+node itself: as root, `-o /dev/null` would replace /dev/null), in a folder that
+exists and is writable. `AtomicWriter.commit` checks the target again right
+before the rename.
 """
 
 from __future__ import annotations
@@ -21,13 +29,89 @@ import os
 import re
 import secrets
 import shutil
-from collections.abc import Iterator
+import stat
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
+
+from inspector.core.errors import InspectorError
 
 _O_TMPFILE = getattr(os, "O_TMPFILE", 0)
 # The mode a plain open() gives (0o666 & umask); mkstemp's 0600 would surprise.
 _MODE = 0o666
+
+
+class OutputPathError(InspectorError):
+    """An output path a command must not write (an input, a device, a link...)."""
+
+
+_KINDS = ((stat.S_ISLNK, "a symbolic link (the write would replace the link, not the "
+           "file it names; give that file's own path)"),
+          (stat.S_ISDIR, "a folder"),
+          (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"),
+          (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def _not_a_file(out: Path) -> str | None:
+    """What `out` is when it exists and is not a regular file (lstat: a link is a link)."""
+    try:
+        mode = os.lstat(out).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot be examined: {exc.strerror or exc}"
+    for test, kind in _KINDS:
+        if test(mode):
+            return kind
+    return None if stat.S_ISREG(mode) else "not a regular file"
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        if a.resolve() == b.resolve():
+            return True
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop
+        return False
+
+
+def check_output_path(output: str | os.PathLike[str], *, inputs: Iterable[str | os.PathLike[str] | None] = (),
+                      suffix: str | None = None, suffix_why: str = "",
+                      error: type[Exception] = OutputPathError) -> Path:
+    """`output` as a Path when a command may write it, else raises `error(message)`.
+    `inputs`: the files the command reads (the output may be none of them, by
+    name, by link or by hard link); `suffix`: the ending the output must have."""
+    out = Path(output)
+    shown = repr(str(out))
+    if suffix is not None and out.suffix != suffix:
+        raise error(f"output {shown} must end in {suffix}" + (f" ({suffix_why})" if suffix_why else ""))
+    kind = _not_a_file(out)
+    if kind == "a folder":
+        raise error(f"output {shown} is a folder (give a file name, e.g. "
+                    f"{str(out / ('out' + (suffix or '.html')))!r})")
+    if kind is not None:
+        raise error(f"output {shown} is {kind}: only a regular file is replaced; "
+                    "choose another output name")
+    parent = out.parent if str(out.parent) else Path(".")
+    if not parent.is_dir():
+        raise error(f"cannot write {shown} (folder {str(parent)!r} does not exist)")
+    if not os.access(parent, os.W_OK):
+        raise error(f"cannot write {shown} (folder {str(parent)!r} is not writable)")
+    for given in inputs:
+        if given is not None and _same_file(out, Path(given)):
+            raise error(f"output {shown} is the input {str(given)!r}: a command never "
+                        "overwrites its input; choose another output name")
+    return out
+
+
+def refuse_unreplaceable(target: Path) -> None:
+    """Right before a rename onto `target`: it must still be absent or a regular file
+    (something may have put a link or a FIFO there since the command started)."""
+    kind = _not_a_file(target)
+    if kind is not None:
+        raise OutputPathError(f"output {str(target)!r} is now {kind}: nothing was written")
 
 
 def partial_name(target: Path, pid: int | None = None) -> Path:
@@ -118,6 +202,7 @@ class AtomicWriter:
             # rename that onto the target: the name exists for the two calls only
             # (and is a stale partial, removed next time, if we die between them).
             named = partial_name(self.target)
+            refuse_unreplaceable(self.target)
             _link_fd(self._fp.fileno(), named)
             try:
                 os.replace(named, self.target)
@@ -127,6 +212,7 @@ class AtomicWriter:
                 raise
         else:
             assert self._partial is not None
+            refuse_unreplaceable(self.target)
             os.replace(self._partial, self.target)
             self._partial = None
 

@@ -4,22 +4,23 @@ Sections per program: audit findings (each linked to its listing line), shapes,
 weights summary, profile (when given), the highlighted listing (pygments; each
 source comment folded into a <details>); then the archive's records with their
 risk flags. Everything from the file is HTML-escaped; CSS and the one small
-script are inline, and a Content-Security-Policy forbids every network load, so
-the page shows the same offline and cannot phone home even if a string slipped
-through. Element ids come from program indices, never from names in the file.
+script are inline, and a Content-Security-Policy forbids every network load and
+every script but the page's own (allowed by its sha256), so the page shows the
+same offline and neither runs nor phones home even if a string slipped through. Element ids come from program indices, never from names in the file.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
-import os
-import secrets
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from inspector import __version__
 from inspector.core.archive import Archive
+from inspector.core.atomic import AtomicWriter, check_output_path
 from inspector.core.audit import Finding, audit_archive
 from inspector.core.errors import InspectorError
 from inspector.core.listing import COMMENT, Listing, render_listing
@@ -350,8 +351,6 @@ def _fold_label(comment: str) -> str:
 
 # --- the page ----------------------------------------------------------------------------
 
-_CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
-        "img-src data:; base-uri 'none'; form-action 'none'")
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1d2330;background:#fbfbfd}
@@ -397,6 +396,18 @@ window.addEventListener('hashchange',openTarget);window.addEventListener('DOMCon
 """
 
 
+def script_hash(script: str) -> str:
+    """The CSP source that allows exactly this inline script (its text, UTF-8, sha256)."""
+    return "'sha256-" + base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode() + "'"
+
+
+# Only our own script runs (by hash: an injected <script> or on* attribute does
+# not); no network load of any kind.
+_CSP = ("default-src 'none'; style-src 'unsafe-inline'; "
+        f"script-src {script_hash(_SCRIPT)}; "
+        "img-src data:; base-uri 'none'; form-action 'none'")
+
+
 def _page(title: str, body: str) -> str:
     from pygments.formatters import HtmlFormatter
 
@@ -410,24 +421,22 @@ def _page(title: str, body: str) -> str:
 
 # --- writing ------------------------------------------------------------------------------
 
+def check_report_output(path: str | Path, inputs: list[str | Path | None]) -> Path:
+    """The rule of every command that writes (core/atomic.py): never an input (the
+    archive, the profile), never a folder, link, device or FIFO."""
+    return check_output_path(path, inputs=inputs, error=ReportError)
+
+
 def write_atomically(path: str | Path, text: str) -> None:
-    """Write `text` to a temporary file beside `path`, then rename it onto
-    `path`: a failure or Ctrl+C leaves no half-written report (and any old one intact)."""
-    path = Path(path)
-    if path.is_dir():
-        raise ReportError(f"{path} is a folder (give a file name, e.g. {path / 'report.html'})")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise ReportError(f"cannot write {path} (folder {parent} does not exist)")
-    tmp = parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+    """Write `text` through an unnamed file (core/atomic.py, as retarget does) and
+    give it `path`'s name at the end: a failure, Ctrl+C or SIGKILL leaves no
+    half-written report and no temporary file (and any old one intact)."""
+    path = check_output_path(path, error=ReportError)
+    data = text.encode("utf-8")
+    writer = AtomicWriter(path)
     try:
-        with open(tmp, "w", encoding="utf-8") as fp:
-            fp.write(text)
-            fp.flush()
-            os.fsync(fp.fileno())
-        os.replace(tmp, path)
+        with writer as fp:
+            fp.write(data)
+            writer.commit()
     except OSError as exc:
         raise ReportError(f"cannot write {path} ({exc.strerror or exc})") from None
-    finally:
-        if tmp.exists():
-            tmp.unlink()

@@ -18,7 +18,6 @@ Stored records (what torch writes) keep torch's 64-byte data alignment.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import struct
@@ -34,7 +33,8 @@ from typing import Any
 import orjson
 
 from inspector.core.archive import Archive, ArchiveError, open_archive
-from inspector.core.atomic import AtomicWriter
+from inspector.core.atomic import AtomicWriter, check_output_path
+from inspector.core.inflation import zipinfo_problem
 from inspector.core.device_names import parse_device
 from inspector.core.errors import InspectorError
 from inspector.core.program import ArgKind, Device, decode_device, parse_program
@@ -46,11 +46,6 @@ _CHUNK = 4 * 1024 * 1024
 # torch's zip writer aligns each record's data to 64 bytes (mmap-friendly); keep it.
 _ALIGN = 64
 _PAD_HEADER_ID = 0x4246  # "FB": the extra-field id torch uses for its padding
-
-
-# Zip-bomb guard: records over 1 MiB that expand more than 200x are refused.
-_BOMB_MIN_BYTES = 1024 * 1024
-_BOMB_RATIO = 200
 
 
 class RetargetError(InspectorError):
@@ -129,23 +124,9 @@ def retarget(source: str | os.PathLike[str], output: str | os.PathLike[str], dev
 # --- checks -------------------------------------------------------------------
 
 def _check_output(src: Path, out: Path) -> Path:
-    if out.suffix != ".pt2":
-        raise RetargetError(f"output {str(out)!r} must end in .pt2 (torch.export.load expects it)")
-    if out.is_dir():
-        raise RetargetError(f"output {str(out)!r} is a folder")
-    parent = out.parent if str(out.parent) else Path(".")
-    if not parent.is_dir():
-        raise RetargetError(f"cannot write {str(out)!r} (folder {str(parent)!r} does not exist)")
-    if not os.access(parent, os.W_OK):
-        raise RetargetError(f"cannot write {str(out)!r} (folder {str(parent)!r} is not writable)")
-    same = out.resolve() == src.resolve()
-    if not same and out.exists() and src.exists():
-        with contextlib.suppress(OSError):
-            same = os.path.samefile(out, src)
-    if same:
-        raise RetargetError(f"output {str(out)!r} is the input archive: retarget never "
-                            "overwrites its input; choose another output name")
-    return out
+    # the rule of every command that writes (core/atomic.py)
+    return check_output_path(out, inputs=[src], suffix=".pt2",
+                             suffix_why="torch.export.load expects it", error=RetargetError)
 
 
 def _refuse_compiled(archive: Archive, src: Path, target: Device) -> None:
@@ -324,13 +305,11 @@ def _write_zip(src: Path, out: Path, top: str, replacements: dict[str, bytes],
 
 
 def _check_ratio(info: zipfile.ZipInfo) -> None:
-    """Refuse a record that expands absurdly: copying a zip bomb would fill the disk.
-    torch stores records uncompressed, and deflated weights shrink little."""
-    if (info.compress_type != zipfile.ZIP_STORED and info.file_size > _BOMB_MIN_BYTES
-            and info.file_size > _BOMB_RATIO * max(info.compress_size, 1)):
-        raise ArchiveError(
-            f"record {info.filename} expands {info.file_size / max(info.compress_size, 1):,.0f} "
-            f"times ({info.file_size:,} bytes): a zip bomb, not a torch archive; refusing it")
+    """Refuse a record that expands absurdly: copying a zip bomb would fill the disk
+    (the one rule of core/inflation.py)."""
+    problem = zipinfo_problem(info)
+    if problem is not None:
+        raise ArchiveError(problem)
 
 
 def _new_info(info: zipfile.ZipInfo, size: int, offset: int) -> zipfile.ZipInfo:

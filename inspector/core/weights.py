@@ -33,6 +33,7 @@ from inspector.core import weight_dtypes as wd
 from inspector.core.archive import Archive, ArchiveError
 from inspector.core.dtypes import DTYPE_ITEMSIZE
 from inspector.core.errors import InspectorError
+from inspector.core.inflation import zipinfo_problem
 from inspector.core.program import sym_size
 
 if TYPE_CHECKING:
@@ -272,6 +273,10 @@ class WeightReader:
                               "from the archive") from None
         if info.flag_bits & 0x1:
             raise WeightError(f"weight {weight.name}: its record {weight.record} is encrypted")
+        # by the sizes the directory declares, before inflating anything (core/inflation.py)
+        problem = zipinfo_problem(info, weight.record)
+        if problem is not None:
+            raise WeightError(f"weight {weight.name}: {problem}")
         return info
 
     def _layout(self, weight: WeightInfo, info: zipfile.ZipInfo) -> _Layout:

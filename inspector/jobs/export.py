@@ -25,7 +25,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from inspector.core.atomic import remove_stale_partials
+from inspector.core.atomic import check_output_path, remove_stale_partials
 from inspector.core.errors import InspectorError
 from inspector.core.shapes import dynamic_dims_of_spec
 from inspector.jobs.protocol import Emitter
@@ -63,16 +63,13 @@ def main(args: argparse.Namespace, emit: Emitter) -> int:
     return 0
 
 
-def check_output(output: str | os.PathLike[str]) -> Path:
-    out = Path(output)
-    if out.suffix != ".pt2":
-        raise ExportSpecError(f"output {str(out)!r} must end in .pt2")
-    if out.is_dir():
-        raise ExportSpecError(f"output {str(out)!r} is a folder")
-    if not out.parent.is_dir():
-        raise ExportSpecError(f"cannot write {str(out)!r} (folder {str(out.parent)!r} does not exist)")
-    if not os.access(out.parent, os.W_OK):
-        raise ExportSpecError(f"cannot write {str(out)!r} (folder is not writable)")
+def check_output(output: str | os.PathLike[str], *, separate: bool = False) -> Path:
+    """The rule of every command that writes (core/atomic.py), for OUT.pt2 and,
+    with `separate`, for the two files written instead."""
+    out = check_output_path(output, suffix=".pt2", error=ExportSpecError)
+    if separate:
+        for path in separate_paths(out).values():
+            check_output_path(path, suffix=".pt2", error=ExportSpecError)
     return out
 
 
@@ -82,7 +79,7 @@ def export_archive(
 ) -> dict[str, Any]:
     """Export per `spec` and write atomically; returns the result event's fields."""
     spec.validate()
-    out = check_output(output)
+    out = check_output(output, separate=separate)
     say = emit or Emitter(open(os.devnull, "w"))  # noqa: SIM115 - lives as long as the call
     timings: dict[str, float] = {}
     t_all = time.perf_counter()
