@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QApplication,
     QDockWidget,
     QLabel,
+    QMenu,
     QMessageBox,
     QTabBar,
     QTextEdit,
@@ -169,6 +170,11 @@ def walk(found: list[str]) -> int:
         if isinstance(w, QAbstractItemView):
             for tip in _item_tips(w):
                 check(name + ".itemToolTip", rendered(tip))
+        if isinstance(w, QMenu):  # menu items are plain text; their tooltips are not
+            for action in w.actions():
+                check(f"{name}.action", action.text())
+                if action.toolTip():
+                    check(f"{name}.actionToolTip", rendered(action.toolTip()))
     return hits
 
 
@@ -274,3 +280,35 @@ def test_trust_question_cannot_hide_its_warning(qtbot, base: Base) -> None:
     assert panel.confirm_trust(message) is False
     assert seen["hits"] and not seen["found"], seen
     assert "Load it anyway" in str(seen["text"]) and "<h1>PWN-rec</h1>" in str(seen["text"])
+
+
+# A file name may hold markup (no "/"): the Welcome page's Recent list, the tab
+# tooltip and the Open Recent menu show it as written.
+RECENT_NAME = "<img src=pwn.png width=700 height=400><a href=x.pt2>PWN Verified safe.pt2"
+
+
+def test_recent_files_and_tab_tooltips_are_plain_text(qtbot, window, open_wait, base: Base,
+                                                     tmp_path: Path) -> None:
+    folder = tmp_path / "<b>PWN-dir"
+    folder.mkdir()
+    hostile = folder / RECENT_NAME
+    hostile.write_bytes(base.path.read_bytes())
+    width0 = window.width()
+    tab = open_wait(hostile)
+    assert tab is not None and tab.view is not None, window.last_error and window.last_error.text()
+    found: list[str] = []
+    hits = walk(found)  # the tab's tooltip, the Open Recent menu
+    window.close_tab(window.tabs.indexOf(tab))
+    QCoreApplication.processEvents()
+    assert window.stack.currentWidget() is window.welcome
+    hits += walk(found)  # the Welcome page's Recent list
+    assert hits >= 4, "the name never reached a widget: the walk proves nothing"
+    assert not found, "\n".join(found)
+    first = window.welcome.recent_buttons[0]
+    assert first.full_text == RECENT_NAME  # as written (elided in the middle when long)
+    assert first.text().startswith("<img src=") and first.text().endswith("Verified safe.pt2")
+    assert window.width() <= max(width0, 1400)
+    assert window.welcome.sizeHint().width() < 1400  # a 700-px <img> would widen it
+    with qtbot.waitSignal(window.loadsFinished, timeout=60000):  # the entry opens the file
+        window.welcome.recent_buttons[0].click()
+    assert window.current_tab() is not None and window.current_tab().doc.path.resolve() == hostile.resolve()

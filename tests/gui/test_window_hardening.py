@@ -238,3 +238,26 @@ def test_source_pane_finds_another_machines_path_here(qtbot) -> None:
         assert pane.marked_line() == line
     pane.show_frame(Frame("/nowhere/else/model.py", 3, "forward", "y = x", True))
     assert pane.missing  # not a package path: still said to be missing
+
+
+def test_unreal_line_numbers_show_as_recorded(qtbot, window, open_wait, base: Base,
+                                              tmp_path: Path) -> None:
+    """A trace's line 2**64 shows as 18446744073709551616 in the details and the
+    source pane's header (it showed `:0`); the frame still marks a line in the file."""
+    from inspector.core.frames import parse_stack_trace
+
+    huge = str(2**64)
+    frame = parse_stack_trace(f'File "/nowhere/m.py", line {huge}, in f\n    y = 1')[0]
+    pane = sp.SourcePane()
+    qtbot.addWidget(pane)
+    pane.show_frame(frame)
+    assert f"m.py:{huge}" in pane.header.full_text() and ":0 " not in pane.header.full_text()
+    assert f"recorded line {huge}" in pane.editor.toPlainText()
+    path, _ = by_name("json-huge-line-numbers").make(base, tmp_path)
+    tab = open_wait(path)
+    assert tab is not None and tab.view is not None
+    line = next(i for i, n in enumerate(tab.view.listing.line_nodes)
+                if n is not None and huge in (n.stack_trace or ""))
+    tab.listing.set_current_line(line)
+    qtbot.waitUntil(lambda: huge in window.details.plain_text(), timeout=10000)
+    assert "model.py:0" not in window.details.plain_text()

@@ -53,6 +53,7 @@ from inspector.core.run_layers import (
 from inspector.ui.device_list import DeviceInfo, DeviceSource
 from inspector.ui.job_runner import GraphRunSpec, JobRunner
 from inspector.ui.panels.saved_options import SavedOptions
+from inspector.ui.plain import plain_tip
 from inspector.ui.widgets.job_chrome import JobChrome, confirm_trust
 from inspector.ui.widgets.profile_tables import failures_table, node_table, op_table, source_table
 from inspector.ui.widgets.status_area import StatusArea
@@ -298,7 +299,7 @@ class ProfilePanel(QWidget):
             for name in doc.program_names:
                 self.program.addItem(name, name)
             self.archive_label.setText(f"Archive: {doc.path.name}")
-            self.archive_label.setToolTip(str(doc.path))
+            self.archive_label.setToolTip(plain_tip(str(doc.path)))
         else:
             self.archive_label.setText("Open an archive to check or profile it.")
             self.archive_label.setToolTip("")

@@ -9,6 +9,7 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QApplication
 
 from inspector.ui import settings as keys
+from inspector.ui.plain import plain_tip, shown
 
 if TYPE_CHECKING:
     from inspector.ui.window.main_window import MainWindow
@@ -103,8 +104,13 @@ def fill_recent_menu(w: MainWindow) -> None:
     menu.clear()
     files = keys.recent_files()
     for i, path in enumerate(files):
-        label = f"&{i + 1}  {path}" if i < 9 else path
+        # a path is text from the disk: plain in the menu (an & is no shortcut), and
+        # an escaped tooltip (a QAction's default tooltip is its text, which a
+        # tooltip would render as HTML)
+        text = shown(path, 300).replace("&", "&&")
+        label = f"&{i + 1}  {text}" if i < 9 else text
         a = menu.addAction(label)
+        a.setToolTip(plain_tip(path))
         a.triggered.connect(lambda _c=False, p=path: w.open_archive(p))
     if files:
         menu.addSeparator()

@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 from inspector.core.diff import ArchiveDiff, FindingsDiff, ProgramDiff, diff_files
 from inspector.core.diff_align import one_sided
 from inspector.core.node_match import SAME, qualified_name
+from inspector.ui.plain import plain_tip
 from inspector.ui.tasks import Task, TaskGroup
 from inspector.ui.widgets.diff_view import DiffView
 from inspector.ui.widgets.status_area import StatusArea
@@ -81,8 +82,8 @@ class CompareTab(QWidget):
     def _build(self) -> None:
         self.title_a = _plain(QLabel(f"A: {self.path_a.name}"))
         self.title_b = _plain(QLabel(f"B: {self.path_b.name}"))
-        self.title_a.setToolTip(str(self.path_a))
-        self.title_b.setToolTip(str(self.path_b))
+        self.title_a.setToolTip(plain_tip(str(self.path_a)))
+        self.title_b.setToolTip(plain_tip(str(self.path_b)))
         for t in (self.title_a, self.title_b):
             t.setObjectName("compareSide")
             f = t.font()
@@ -513,7 +514,7 @@ def open_compare(window, path_a: str | Path, path_b: str | Path) -> CompareTab:
     """Add a compare tab for the two files to the main window and start it."""
     tab = CompareTab(path_a, path_b, window.pool, window)
     index = window.tabs.addTab(tab, compare_title(path_a, path_b))
-    window.tabs.setTabToolTip(index, f"{path_a}\n{ARROW} {path_b}")
+    window.tabs.setTabToolTip(index, plain_tip(f"{path_a}\n{ARROW} {path_b}"))
     window.tabs.setCurrentIndex(index)
     window._update_empty()
     tab.start()

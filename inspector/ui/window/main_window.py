@@ -38,7 +38,7 @@ from inspector.core.document import ProgramView
 from inspector.core.frames import parse_stack_trace
 from inspector.core.selection import node_line
 from inspector.ui import settings as keys
-from inspector.ui.plain import ElidedLabel, message_box, plain_label
+from inspector.ui.plain import ElidedLabel, message_box, plain_label, plain_tip
 from inspector.ui.selection import HIGHLIGHT, PLACE, REQUEST, SOURCE_LINE, USERS
 from inspector.ui.widgets.details_pane import DetailsPane
 from inspector.ui.widgets.module_tree import ModuleTree
@@ -288,7 +288,7 @@ class MainWindow(QMainWindow):
         path = str(screen.path)
         tab.listing.painted.connect(lambda: self.firstScreenShown.emit(path))
         index = self.tabs.addTab(tab, screen.path.name)
-        self.tabs.setTabToolTip(index, path)
+        self.tabs.setTabToolTip(index, plain_tip(path))
         self.tabs.setCurrentIndex(index)
         self._update_empty()
         tab.listing.setFocus()
@@ -326,7 +326,7 @@ class MainWindow(QMainWindow):
             index = self.tabs.insertTab(self.tabs.indexOf(first), tab, doc.path.name)
         else:
             index = self.tabs.addTab(tab, doc.path.name)
-        self.tabs.setTabToolTip(index, str(doc.path))
+        self.tabs.setTabToolTip(index, plain_tip(str(doc.path)))
         self.tabs.setCurrentIndex(index)
         view = doc.view()
         if view is not None:
