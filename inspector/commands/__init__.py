@@ -77,4 +77,6 @@ COMMANDS = (
             "time the exported (or eager) toy generator from an archive on a device"),
     Command("devices", _P + "devices",
             "list the devices torch sees (cpu, cuda:N with name/memory/capability, mps)"),
+    Command("memory", _P + "memory",
+            "memory per node, the peak and where it is, from the archive alone; with --budget: fits?"),
 )

@@ -33,7 +33,14 @@ import orjson
 from inspector.core.dtypes import DTYPE_NAMES
 from inspector.core.errors import InspectorError
 from inspector.core.program import SYM_KINDS, ArgKind, Argument, sym_scalar
-from inspector.core.symbolic import Call, ExprSyntaxError, parse_srepr
+from inspector.core.symbolic import (
+    Call,
+    ExprSyntaxError,
+    UnresolvedSymbol,
+    evaluate,
+    parse_srepr,
+    symbol_name,
+)
 
 DEFAULT_SIZE = 4  # a symbol without hint: small, but not 0/1 (export specializes those)
 MAX_ELEMENTS = 2**31  # one input this large is a typo, not a profile
@@ -119,69 +126,10 @@ def parse_shapes(specs: list[str] | None) -> dict[str, tuple[int, ...]]:
 
 # --- evaluating srepr sizes ---------------------------------------------------
 
-class _Unresolved(Exception):
-    def __init__(self, symbol: str) -> None:
-        super().__init__(symbol)
-        self.symbol = symbol
-
-
-def _symbol_name(tree: object) -> str | None:
-    if isinstance(tree, Call) and tree.head in ("Symbol", "Name") and tree.args \
-            and isinstance(tree.args[0], str):
-        return tree.args[0]
-    return None
-
-
-def _eval(tree: object, env: dict[str, int]) -> int | Fraction | float | bool:
-    if isinstance(tree, bool):
-        return tree
-    if isinstance(tree, (int, float, Fraction)):
-        return tree
-    if not isinstance(tree, Call):
-        raise ExprSyntaxError(f"unexpected {tree!r}")
-    head, args = tree.head, tree.args
-    name = _symbol_name(tree)
-    if name is not None:
-        if name not in env:
-            raise _Unresolved(name)
-        return env[name]
-    if head in ("Integer", "Float") and len(args) == 1:
-        return int(args[0]) if head == "Integer" else float(args[0])
-    if head == "Rational" and len(args) == 2:
-        return Fraction(int(args[0]), int(args[1]))
-    if head in ("Zero", "One", "NegativeOne", "Half"):
-        return {"Zero": 0, "One": 1, "NegativeOne": -1, "Half": Fraction(1, 2)}[head]
-    vals = [_eval(a, env) for a in args]
-    if head == "Add":
-        return sum(vals[1:], vals[0])
-    if head == "Mul":
-        out = vals[0]
-        for v in vals[1:]:
-            out = out * v
-        return out
-    if head in ("Pow", "PowByNatural", "FloatPow") and len(vals) == 2:
-        return vals[0] ** vals[1]
-    if head == "Neg" and len(vals) == 1:
-        return -vals[0]
-    if head in ("FloorDiv", "IntTrueDiv", "CleanDiv") and len(vals) == 2:
-        return vals[0] // vals[1] if head != "IntTrueDiv" else Fraction(vals[0]) / vals[1]
-    if head == "CeilDiv" and len(vals) == 2:
-        return -((-vals[0]) // vals[1])
-    if head in ("Mod", "PythonMod") and len(vals) == 2:
-        return vals[0] % vals[1]
-    if head == "Max":
-        return max(vals)
-    if head == "Min":
-        return min(vals)
-    if head == "Abs" and len(vals) == 1:
-        return abs(vals[0])
-    if head in ("floor", "FloorToInt") and len(vals) == 1:
-        return int(vals[0] // 1)
-    if head in ("ceiling", "CeilToInt") and len(vals) == 1:
-        return -int((-vals[0]) // 1)
-    if head == "ModularIndexing" and len(vals) == 3:
-        return (vals[0] // vals[1]) % vals[2]
-    raise ExprSyntaxError(f"cannot evaluate {head}")
+# (the evaluator lives in core/symbolic.py: the memory plan evaluates sizes too)
+_Unresolved = UnresolvedSymbol
+_symbol_name = symbol_name
+_eval = evaluate
 
 
 def _as_int(value: object, text: str) -> int:

@@ -66,6 +66,31 @@ def op_schema(target: str) -> tuple[SchemaArg, ...] | None:
     return tuple(out)
 
 
+@lru_cache(maxsize=1)
+def _alias_table() -> dict[str, list[str | None]]:
+    try:
+        doc = _read_table()
+    except (OSError, ValueError):
+        return {}
+    aliases = doc.get("aliases") if isinstance(doc, dict) else None
+    return aliases if isinstance(aliases, dict) else {}
+
+
+@lru_cache(maxsize=4096)
+def output_aliases(target: str) -> tuple[str | None, ...] | None:
+    """Per output of `torch.ops.aten.view.default`, the argument whose storage it
+    may share (`('self',)`), as the schema's alias annotations say (`Tensor(a)`,
+    `Tensor(a!)`); None for an op none of whose outputs alias (or that the table
+    does not know). "may": `to`, `reshape`, `contiguous` alias only when they have
+    nothing to change; the memory plan decides those from the tensors' metadata."""
+    if not target.startswith(_PREFIX):
+        return None
+    raw = _alias_table().get(target[len(_PREFIX):])
+    if not isinstance(raw, list):
+        return None
+    return tuple(a if isinstance(a, str) else None for a in raw)
+
+
 def table_torch_version() -> str:
     """The torch release the table was generated from."""
     try:

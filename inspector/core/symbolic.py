@@ -206,6 +206,78 @@ def _printed_atom(tokens: list[tuple[str, str]], pos: int, depth: int) -> tuple[
         pos += 1
 
 
+# --- evaluating ----------------------------------------------------------------
+
+class UnresolvedSymbol(Exception):
+    """A symbol the environment gives no value."""
+
+    def __init__(self, symbol: str) -> None:
+        super().__init__(symbol)
+        self.symbol = symbol
+
+
+def symbol_name(tree: object) -> str | None:
+    if isinstance(tree, Call) and tree.head in ("Symbol", "Name") and tree.args \
+            and isinstance(tree.args[0], str):
+        return tree.args[0]
+    return None
+
+
+def evaluate(tree: object, env: dict[str, int]) -> int | Fraction | float | bool:
+    """The value of a parse_srepr / parse_printed tree with symbols from `env`
+    (arithmetic only: nothing from the file is run); UnresolvedSymbol for a symbol
+    `env` lacks, ExprSyntaxError for a head it cannot evaluate."""
+    if isinstance(tree, bool):
+        return tree
+    if isinstance(tree, (int, float, Fraction)):
+        return tree
+    if not isinstance(tree, Call):
+        raise ExprSyntaxError(f"unexpected {tree!r}")
+    head, args = tree.head, tree.args
+    name = symbol_name(tree)
+    if name is not None:
+        if name not in env:
+            raise UnresolvedSymbol(name)
+        return env[name]
+    if head in ("Integer", "Float") and len(args) == 1:
+        return int(args[0]) if head == "Integer" else float(args[0])
+    if head == "Rational" and len(args) == 2:
+        return Fraction(int(args[0]), int(args[1]))
+    if head in ("Zero", "One", "NegativeOne", "Half"):
+        return {"Zero": 0, "One": 1, "NegativeOne": -1, "Half": Fraction(1, 2)}[head]
+    vals = [evaluate(a, env) for a in args]
+    if head == "Add":
+        return sum(vals[1:], vals[0])
+    if head == "Mul":
+        out = vals[0]
+        for v in vals[1:]:
+            out = out * v
+        return out
+    if head in ("Pow", "PowByNatural", "FloatPow") and len(vals) == 2:
+        return vals[0] ** vals[1]
+    if head == "Neg" and len(vals) == 1:
+        return -vals[0]
+    if head in ("FloorDiv", "IntTrueDiv", "CleanDiv") and len(vals) == 2:
+        return vals[0] // vals[1] if head != "IntTrueDiv" else Fraction(vals[0]) / vals[1]
+    if head == "CeilDiv" and len(vals) == 2:
+        return -((-vals[0]) // vals[1])
+    if head in ("Mod", "PythonMod") and len(vals) == 2:
+        return vals[0] % vals[1]
+    if head == "Max":
+        return max(vals)
+    if head == "Min":
+        return min(vals)
+    if head == "Abs" and len(vals) == 1:
+        return abs(vals[0])
+    if head in ("floor", "FloorToInt") and len(vals) == 1:
+        return int(vals[0] // 1)
+    if head in ("ceiling", "CeilToInt") and len(vals) == 1:
+        return -int((-vals[0]) // 1)
+    if head == "ModularIndexing" and len(vals) == 3:
+        return (vals[0] // vals[1]) % vals[2]
+    raise ExprSyntaxError(f"cannot evaluate {head}")
+
+
 # --- printing -----------------------------------------------------------------
 # A re-implementation of what sympy's StrPrinter (plus torch's own _sympystr
 # and `precedence` attributes) does with the expression classes that torch
