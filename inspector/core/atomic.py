@@ -243,3 +243,17 @@ def atomic_file(target: str | os.PathLike[str]) -> Iterator[tuple[BinaryIO, Atom
     writer = AtomicWriter(target)
     with writer as fp:
         yield fp, writer
+
+
+def write_bytes(target: str | os.PathLike[str], data: bytes, *,
+                inputs: Iterable[str | os.PathLike[str] | None] = (),
+                error: type[Exception] = OutputPathError) -> Path:
+    """`data` as the whole of `target`, after `check_output_path`, through an
+    AtomicWriter: the old file or the complete new one, nothing else, ever (and a
+    FIFO at `target` is refused, not opened: that open would block forever)."""
+    out = check_output_path(target, inputs=inputs, error=error)
+    writer = AtomicWriter(out)
+    with writer as fp:
+        fp.write(data)
+        writer.commit()
+    return out

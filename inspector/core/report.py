@@ -20,7 +20,7 @@ from typing import Any
 
 from inspector import __version__
 from inspector.core.archive import Archive
-from inspector.core.atomic import AtomicWriter, check_output_path
+from inspector.core.atomic import check_output_path, write_bytes
 from inspector.core.audit import Finding, audit_archive
 from inspector.core.errors import InspectorError
 from inspector.core.listing import COMMENT, Listing, render_listing
@@ -431,12 +431,7 @@ def write_atomically(path: str | Path, text: str) -> None:
     """Write `text` through an unnamed file (core/atomic.py, as retarget does) and
     give it `path`'s name at the end: a failure, Ctrl+C or SIGKILL leaves no
     half-written report and no temporary file (and any old one intact)."""
-    path = check_output_path(path, error=ReportError)
-    data = text.encode("utf-8")
-    writer = AtomicWriter(path)
     try:
-        with writer as fp:
-            fp.write(data)
-            writer.commit()
+        write_bytes(path, text.encode("utf-8"), error=ReportError)
     except OSError as exc:
         raise ReportError(f"cannot write {path} ({exc.strerror or exc})") from None

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import io
 import json
 import math
 import re
@@ -51,6 +52,7 @@ from PySide6.QtWidgets import (
 )
 
 from inspector.core.archive import open_archive
+from inspector.core.atomic import OutputPathError, write_bytes
 from inspector.core.run_ranges import (
     DEFAULT_BATCH,
     DEFAULT_MAX_TOKENS,
@@ -675,29 +677,29 @@ class RunPanel(QWidget):
 
     # -- saving --
     def save_results(self, path: str | Path) -> Path:
+        """Written as every command writes (core/atomic.py): never onto a link, a
+        FIFO (opening one would freeze the window) or a device, nothing half-written."""
         path = Path(path)
         if path.suffix.lower() == ".csv":
-            with path.open("w", newline="", encoding="utf-8") as fh:
-                w = csv.writer(fh)
-                w.writerow(["run", "label", "device", "mode", "compile", "precision", "batch",
-                            "repeat", "step", "ms"])
-                for i, rec in enumerate(self.records):
-                    s = rec.spec
-                    for rep, step, ms in zip(rec.repeats, rec.steps, rec.series.values(),
-                                             strict=False):
-                        w.writerow([i + 1, rec.label, s.device, s.mode, int(s.compile),
-                                    s.precision, s.batch, rep, step, f"{ms:.4f}"])
-        else:
-            doc = [{"label": rec.label, "state": rec.state,
-                    "options": {k: v for k, v in rec.spec.__dict__.items() if k != "trust"},
-                    "per_token_ms": [round(float(x), 4) for x in rec.series.values()],
-                    "result": rec.result} for rec in self.records]
-            path.write_text(json.dumps(doc, indent=1), encoding="utf-8")
-        return path
+            text = io.StringIO(newline="")
+            w = csv.writer(text)
+            w.writerow(["run", "label", "device", "mode", "compile", "precision", "batch",
+                        "repeat", "step", "ms"])
+            for i, rec in enumerate(self.records):
+                s = rec.spec
+                for rep, step, ms in zip(rec.repeats, rec.steps, rec.series.values(),
+                                         strict=False):
+                    w.writerow([i + 1, rec.label, s.device, s.mode, int(s.compile),
+                                s.precision, s.batch, rep, step, f"{ms:.4f}"])
+            return write_bytes(path, text.getvalue().encode("utf-8"))
+        doc = [{"label": rec.label, "state": rec.state,
+                "options": {k: v for k, v in rec.spec.__dict__.items() if k != "trust"},
+                "per_token_ms": [round(float(x), 4) for x in rec.series.values()],
+                "result": rec.result} for rec in self.records]
+        return write_bytes(path, json.dumps(doc, indent=1).encode("utf-8"))
 
     def save_chart(self, path: str | Path) -> Path:
-        self.chart.save_png(str(path))
-        return Path(path)
+        return write_bytes(path, self.chart.png_bytes())
 
     def _save_results_dialog(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Save results", "latency.csv",
@@ -713,6 +715,8 @@ class RunPanel(QWidget):
     def _saved(self, fn, path: str) -> None:
         try:
             fn(path)
+        except OutputPathError as exc:
+            self._show_error(f"cannot save {path} ({exc})", "")
         except OSError as exc:
             self._show_error(f"cannot save {path} ({exc.strerror or exc})", "")
         else:

@@ -281,14 +281,22 @@ class LatencyChart(QWidget):
         self.hist_plot.setXRange(max(0.0, lo - pad), hi + pad, padding=0)
         self.hist_plot.setYRange(0, nice_ceiling(tallest * 1.1), padding=0)
 
-    def save_png(self, path: str, width: int = 1600) -> None:
-        """The latency chart as a PNG (pyqtgraph's ImageExporter)."""
+    def png_bytes(self, width: int = 1600) -> bytes:
+        """The latency chart as PNG bytes (for a writer that checks its output path)."""
         from pyqtgraph.exporters import ImageExporter
+        from PySide6.QtCore import QBuffer, QByteArray, QIODevice
 
         self.redraw(force_hist=True)
         exporter = ImageExporter(self.plot.plotItem)
         exporter.parameters()["width"] = width
-        exporter.export(path)
+        image = exporter.export(toBytes=True)
+        data = QByteArray()
+        buffer = QBuffer(data)
+        buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+        if not image.save(buffer, "PNG"):
+            raise OSError("the chart could not be encoded as PNG")
+        buffer.close()
+        return bytes(data.data())
 
 
 def nice_ceiling(x: float) -> float:
