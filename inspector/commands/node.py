@@ -17,7 +17,7 @@ import orjson
 from inspector.core.archive import open_archive
 from inspector.core.listing import render_listing
 from inspector.core.node_report import NodeNotFoundError, describe_node, find_node
-from inspector.core.sources import PathMapping, SourceResolver
+from inspector.core.sources import PathMapping, SourceResolver, why_not_shown
 
 NAME = "node"
 HELP = "one node: its statement, module path, users and stack frames with their local files"
@@ -78,7 +78,7 @@ def format_text(r: dict[str, Any]) -> str:
         if f["code"]:
             out.append(f"        {f['code']}")
         if f["local"] is None:
-            out.append("        local: not found on this machine")
+            out.append(f"        local: {why_not_shown(f['file'])}")
         else:
             note = {"same": "", "unchecked": "",
                     "moved": f" (this code is at line {f.get('local_line')} there: another version)",

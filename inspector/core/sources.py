@@ -192,6 +192,19 @@ def source_file(path: str) -> str | None:
     return real
 
 
+def why_not_shown(path: str) -> str:
+    """Why no text of `path` is shown, in words for a person (after `source_file`
+    said None): it is absent, or it is there and not a Python source we read."""
+    try:
+        there = os.path.lexists(path)
+    except (OSError, ValueError):
+        there = False
+    if not there:
+        return "not found on this machine"
+    return ("not shown: only Python source files (.py, .pyi, .pyx; a regular file of at most "
+            f"{MAX_SOURCE_BYTES >> 20} MiB, its link target too) are read")
+
+
 def _is_source_name(path: str) -> bool:
     return os.path.splitext(path)[1].lower() in SOURCE_SUFFIXES
 

@@ -81,6 +81,8 @@ def test_node_shows_only_python_sources(base: Base, tmp_path: Path) -> None:
     assert text.returncode == 0, text.stderr
     assert SECRET not in text.stdout
     assert "root:" not in text.stdout  # /etc/passwd's first line
+    # refused files are said to be refused, not missing
+    assert text.stdout.count("local: not shown: only Python source files") == 4, text.stdout
     done = _cli(["node", str(path), name, "--json"], tmp_path, timeout=60)
     assert done.returncode == 0, done.stderr
     frames = json.loads(done.stdout)["frames"]

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 from pygments.lexers.python import PythonLexer
 
 from inspector.core.frames import Frame
-from inspector.core.sources import SourceResolver, read_source_text
+from inspector.core.sources import SourceResolver, read_source_text, why_not_shown
 from inspector.core.text import mark_invisible
 from inspector.ui.plain import ElidedLabel, plain_tip, shown
 from inspector.ui.tasks import TaskGroup
@@ -166,10 +166,11 @@ class SourcePane(QWidget):
                 self.missing = True
                 self._file = None
                 self._set_text("", lex=False)
-                self._header(f"{where} — file not found on this machine")
+                why = why_not_shown(local)
+                self._header(f"{where} — file {why.split(':')[0]}")
                 self.header.setToolTip(plain_tip(frame.file))
                 self.editor.setPlainText(
-                    f"# {shown(frame.file)} is not on this machine.\n"
+                    f"# {shown(frame.file)}: {why}.\n"
                     f"# The stack trace recorded line {frame.line_text} (in {shown(frame.function)}):\n\n"
                     f"{shown(frame.code, 4000) or '(no code line recorded)'}\n")
                 self._mark(3)
