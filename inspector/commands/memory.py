@@ -50,13 +50,13 @@ def run(args: argparse.Namespace) -> int:
         for name in names:
             archive.program_path(name)  # a clear error for an unknown program
         programs = [archive.program(name) for name in names]
-    known = {s for p in programs for s in p.range_constraints}
-    unknown = sorted(set(dims) - known)
-    if unknown:
-        raise MemoryPlanError(f"--dim {unknown[0]}: no program here has that symbol "
-                              f"(symbols: {', '.join(sorted(known)) or 'none'})")
-    reports = [program_memory(p, {k: v for k, v in dims.items() if k in p.range_constraints},
-                              budget) for p in programs]
+        known = {s for p in programs for s in p.range_constraints}
+        unknown = sorted(set(dims) - known)
+        if unknown:
+            raise MemoryPlanError(f"--dim {unknown[0]}: no program here has that symbol "
+                                  f"(symbols: {', '.join(sorted(known)) or 'none'})")
+        reports = [program_memory(p, {k: v for k, v in dims.items() if k in p.range_constraints},
+                                  budget, archive=archive) for p in programs]
     if args.json:
         doc = {"programs": [r.to_json() for r in reports]}
         sys.stdout.write(orjson.dumps(doc).decode() + "\n")

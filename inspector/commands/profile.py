@@ -48,6 +48,30 @@ def _pct(share: float) -> str:
     return f"{100 * share:5.1f}%"
 
 
+def _ratio(value: float | None) -> str:
+    return f"{value:.3f}x" if value is not None else "-"
+
+
+def format_memory(memory: dict[str, Any], top: int = TOP) -> list[str]:
+    """The --memory section: measured beside the static plan, with the ratio."""
+    from inspector.core.memory_plan import format_bytes
+
+    peak = memory["peak"]
+    out = [f"  memory ({memory['method']}):",
+           f"    peak measured {format_bytes(peak['measured_bytes'])} at {peak['measured_node']}, "
+           f"estimated {format_bytes(peak['estimated_bytes'])} at {peak['estimated_node']}: "
+           f"{_ratio(peak['ratio'])}",
+           f"    baseline (weights, inputs) measured {format_bytes(memory['baseline_bytes'])}, "
+           f"estimated {format_bytes(memory['estimated_baseline_bytes'])}",
+           f"    {'measured':>11} {'estimated':>11} {'ratio':>7} {'left':>11} {'planned':>11}"
+           f" {'line':>6}  node (by measured peak)"]
+    for n in sorted(memory["nodes"], key=lambda n: -n["measured_bytes"])[:top]:
+        out.append(f"    {format_bytes(n['measured_bytes']):>11} {format_bytes(n['estimated_bytes']):>11}"
+                   f" {_ratio(n['ratio']):>7} {format_bytes(n['allocated_bytes']):>11}"
+                   f" {format_bytes(n['estimated_new_bytes']):>11} {n['line'] or '?':>6}  {n['name']}")
+    return out
+
+
 def format_profile(result: dict[str, Any], top: int = TOP) -> str:
     from inspector.commands.graph_job import format_failure, inputs_text
 
@@ -82,4 +106,6 @@ def format_profile(result: dict[str, Any], top: int = TOP) -> str:
         for s in p["sources"][:top]:
             out.append(f"  {s['ms']:10.4f} {_pct(s['share'])} {s['nodes']:>6}  "
                        f"{s['file']}:{s['line']}: {s['code']}")
+        if p.get("memory"):
+            out.extend(format_memory(p["memory"], top))
     return "\n".join(out) + "\n"

@@ -208,9 +208,13 @@ class MemoryModel:
     """What the plan needs from one program, read once: values, their shapes,
     storages (aliases resolved) and lifetimes."""
 
-    def __init__(self, program: Program, names: Sequence[str] | None = None) -> None:
+    def __init__(self, program: Program, names: Sequence[str] | None = None,
+                 weight_records: Mapping[str, str] | None = None) -> None:
         """`names`: each node's name as the listing prints it (torch's FX name),
-        where the file gave none (old schemas: core/memory_report.listed_names)."""
+        where the file gave none (old schemas: core/memory_report.listed_names).
+        `weight_records`: parameter/buffer/constant FQN -> the archive record that
+        holds it: tied weights (GPT-2's lm_head and wte) share one record, and one
+        storage when loaded, counted once (core/memory_report.weight_records)."""
         self.program = program.name
         graph = program.graph
         self.graph: Graph = graph
@@ -219,6 +223,9 @@ class MemoryModel:
             [n.name for n in self.nodes]
         self.symbols: dict[str, SymbolRange] = _symbols(program)
         kinds = {s.name: s.kind for s in program.input_specs}
+        targets = {s.name: s.target for s in program.input_specs if s.target}
+        records = weight_records or {}
+        first_of_record: dict[str, int] = {}
         self._shapes: list[_Shape] = []
         shape_ids: dict[int, int] = {}  # id(TensorMeta) -> shape index (records are shared)
         shape_keys: dict[tuple, int] = {}
@@ -260,7 +267,13 @@ class MemoryModel:
             if name is None:
                 continue
             spec = kinds.get(name, "user_input")
-            add(name, -1, 1 if spec in WEIGHT_KINDS else 2 if spec == "user_input" else 1)
+            v = add(name, -1, 1 if spec in WEIGHT_KINDS else 2 if spec == "user_input" else 1)
+            record = records.get(targets.get(name, ""))
+            if v is not None and record is not None:
+                if record in first_of_record:
+                    root[v] = first_of_record[record]
+                else:
+                    first_of_record[record] = v
         n_nodes = len(self.nodes)
         last: list[int] = [-1] * len(names)
         reads: list[list[int]] = []

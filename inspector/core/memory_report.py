@@ -14,8 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from inspector.core.memory_plan import MemoryModel, MemoryPlan, ModuleMemory, format_bytes
+from inspector.core.errors import InspectorError
 from inspector.core.listing import Listing, render_listing
+from inspector.core.memory_plan import MemoryModel, MemoryPlan, ModuleMemory, format_bytes
 from inspector.core.node_index import NodeInfo, node_index
 from inspector.core.program import Program
 from inspector.core.shapes import program_shapes
@@ -88,14 +89,35 @@ def listed_names(program: Program, listing: Listing,
     return [listing_lines[id(n)] or n.name for n in nodes]
 
 
+def weight_records(archive: Any, program: Program) -> dict[str, str]:
+    """Parameter/buffer/constant FQN -> its record in the archive (from the payload
+    configs alone): tied weights name one record."""
+    from inspector.core.weights import list_weights
+
+    try:
+        return {w.name: w.record for w in list_weights(archive, program.name, program)
+                if w.record}
+    except InspectorError:  # unreadable configs: every weight its own storage
+        return {}
+
+
+def model_for(program: Program, archive: Any = None) -> MemoryModel:
+    """The program's memory model under the names the listing (and torch) give
+    its nodes; with the archive, tied weights counted once."""
+    listing = render_listing(program)
+    return MemoryModel(program, listed_names(program, listing, node_index(program, listing)),
+                       weight_records(archive, program) if archive is not None else None)
+
+
 def program_memory(program: Program, dims: Mapping[str, int] | None = None,
-                   budget: int | None = None, model: MemoryModel | None = None
-                   ) -> ProgramMemory:
+                   budget: int | None = None, model: MemoryModel | None = None,
+                   archive: Any = None) -> ProgramMemory:
     """Plan `program` at `dims` (the others traced); with a budget, search each
     dynamic dim's largest fitting value. Raises MemoryPlanError for a bad dim."""
     listing = render_listing(program)
     index = node_index(program, listing)
-    model = model or MemoryModel(program, listed_names(program, listing, index))
+    model = model or MemoryModel(program, listed_names(program, listing, index),
+                                 weight_records(archive, program) if archive is not None else None)
     plan = model.plan(dims)
     shapes = program_shapes(program)
     out = ProgramMemory(program, model, plan, index,

@@ -38,6 +38,7 @@ class GraphRunSpec:
     repeats: int = 5
     precision: str = "fp32"
     threads: int = 0  # CPU threads for torch (0: torch's default)
+    memory: bool = False  # also measure each node's memory (jobs/memory_measure.py)
 
     @property
     def dim_values(self) -> dict[str, int]:
@@ -71,6 +72,8 @@ class GraphRunSpec:
         if profile:
             argv += ["--warmup", str(self.warmup), "--repeats", str(self.repeats),
                      "--precision", self.precision, "--threads", str(self.threads)]
+            if self.memory:
+                argv.append("--memory")
         if self.trust:
             argv.append("--trust")
         return argv
@@ -82,7 +85,8 @@ class GraphRunSpec:
                    trust=args.trust, warmup=getattr(args, "warmup", 2),
                    repeats=getattr(args, "repeats", 5),
                    precision=getattr(args, "precision", "fp32"),
-                   threads=getattr(args, "threads", 0)).validate()
+                   threads=getattr(args, "threads", 0),
+                   memory=bool(getattr(args, "memory", False))).validate()
 
     def plan(self) -> tuple[list[str], dict[str, InputPlan]]:
         """(program names, their input plans) from the archive's JSON, without torch:
@@ -123,6 +127,9 @@ def add_arguments(parser: argparse.ArgumentParser, profile: bool = False) -> Non
         parser.add_argument("--threads", type=int, default=d.threads, metavar="N",
                             help="CPU threads torch may use (default: torch's own choice); "
                                  "1 gives steadier figures on a busy machine")
+        parser.add_argument("--memory", action="store_true",
+                            help="also measure each node's memory on the device (one more "
+                                 "run) and show it beside the static estimate (`memory`)")
     parser.add_argument("--trust", action="store_true",
                         help="allow pickled weights/constants, TorchBind objects, libraries")
 

@@ -27,7 +27,8 @@ result: {"device", "device_name", "precision", "warmup", "repeats", "timer", "to
 "node_ms": [...], "instrumented_ms": [...]}, "nodes": [{"name", "target",
 "ms", "share", "line", "module"}], "modules": [{"path", "class", "ms", "share",
 "nodes", "parent"}], "ops": [{"target", "ms", "share", "nodes", "slowest"}], "sources":
-[{"file", "line", "function", "code", "user", "ms", "share", "nodes", "slowest"}]}]}
+[{"file", "line", "function", "code", "user", "ms", "share", "nodes", "slowest"}],
+"memory" (with --memory: jobs/memory_measure.py `compare`)}]}
 (`slowest`: the name of the row's slowest node)
 """
 
@@ -103,6 +104,24 @@ def run(spec: GraphRunSpec, emit: Emitter) -> dict[str, Any]:
     }
 
 
+def _memory(torch: Any, spec: GraphRunSpec, name: str, gm: Any, nodes: list[Any],
+            flat: list[Any], device: Any, context: Any, symbols: dict[str, int],
+            index: dict[str, Any]) -> dict[str, Any]:
+    """One more run recording each node's memory, beside the static plan at the
+    run's sizes (`memory` entry: jobs/memory_measure.py)."""
+    from inspector.core.archive import open_archive
+    from inspector.core.memory_report import model_for
+    from inspector.jobs.memory_measure import compare, measure
+
+    with open_archive(spec.file) as archive:
+        model = model_for(archive.program(name), archive)
+    estimate = model.plan({k: v for k, v in symbols.items() if k in model.symbols},
+                          checked=False)
+    method, baseline, measured = measure(torch, gm, nodes, flat, device, context)
+    return compare(measured, baseline, method, estimate,
+                   {k: getattr(v, "line", None) for k, v in index.items()})
+
+
 def _median(values: list[float]) -> float:
     return float(statistics.median(values)) if values else 0.0
 
@@ -137,8 +156,11 @@ def profile_program(torch: Any, loaded: Loaded, name: str, device: Any, spec: Gr
     users = user_values(torch, plan, device, spec.seed)
     flat = flat_arguments(ep, users, lambda kind, target, v: v.to(device)
                           if isinstance(v, torch.Tensor) else v)
-    autocast = (torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+    def precision() -> Any:
+        return (torch.autocast(device_type=device.type, dtype=torch.bfloat16)
                 if spec.precision == "bf16" else contextlib.nullcontext())
+
+    autocast = precision()
     record: dict[str, Any] = {"name": name, "ok": True, "failures": [],
                               "inputs": [i.describe() for i in plan.inputs],
                               "symbols": plan.symbols}
@@ -186,6 +208,10 @@ def profile_program(torch: Any, loaded: Loaded, name: str, device: Any, spec: Gr
 
         raise RunError(f"out of memory on {device} while profiling {name} "
                        f"(inputs {plan.symbols}; try smaller --dim values)") from None
+    if spec.memory:
+        emit.progress(f"profile {name}: memory", start + span * 0.98)
+        record["memory"] = _memory(torch, spec, name, gm, nodes, flat, device, precision(),
+                                   plan.symbols, index)
     timed_list = [(n.name, _median(per_node[i])) for i, n in enumerate(nodes)]
     node_list = node_records(timed_list, index, {n.name: target_text(n) for n in nodes})
     record.update(

@@ -57,10 +57,10 @@ def torch_memory(ep: Any, doc: dict[str, Any], name: str, dims: dict[str, int] |
     mode = FakeTensorMode(shape_env=ShapeEnv(), allow_non_fake_inputs=True)
 
     def fake_like(kind: str, target: str, value: Any) -> Any:
-        if isinstance(value, torch.Tensor):
-            return torch.empty_strided(tuple(value.shape), tuple(value.stride()),
-                                       dtype=value.dtype, device=value.device)
-        return value
+        # from_tensor keeps storages shared: tied weights (one tensor under two
+        # names) stay one storage, as the loaded program has them
+        return (mode.from_tensor(value, static_shapes=True) if isinstance(value, torch.Tensor)
+                else value)
 
     with mode:
         users = user_values(torch, plan, torch.device("cpu"), 0, fake=True)

@@ -28,10 +28,8 @@ import pytest
 from memory_reference import meta_bytes, torch_memory
 
 from inspector.core.archive import open_archive
-from inspector.core.listing import render_listing
 from inspector.core.memory_plan import MemoryModel
-from inspector.core.memory_report import listed_names
-from inspector.core.node_index import node_index
+from inspector.core.memory_report import model_for
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -75,9 +73,7 @@ def _compare(path: Path, names: list[str] | None = None) -> dict[str, Any]:
     counts = {"programs": 0, "nodes": 0, "curves": 0, "sized": 0, "not_run": []}
     with open_archive(path) as ar:
         for name, ep in eps.items():
-            program = ar.program(name)
-            listing = render_listing(program)
-            model = MemoryModel(program, listed_names(program, listing, node_index(program, listing)))
+            model = model_for(ar.program(name), ar)
             position = {n: i for i, n in enumerate(model.node_names)}
             traced = model.plan()
             for n in ep.graph.nodes:
