@@ -69,6 +69,9 @@ COMMANDS = (
             "dry-run each program on a device with fake tensors: which nodes would fail there"),
     Command("profile", _P + "profile",
             "time every node of each program on a device, with rollups by module, op and source line"),
+    Command("numerics", _P + "numerics",
+            "compare what each node computes against a candidate run (bf16/fp16, another "
+            "device, decomposed, another archive, eager); exit 1 over tolerance"),
     Command("export", _P + "export",
             "export the toy image-to-text model with chosen Dim ranges to a .pt2"),
     Command("retarget", _P + "retarget",

@@ -29,6 +29,7 @@ JOBS = {
     "devices": "inspector.jobs.devices",
     "check": "inspector.jobs.check",
     "profile": "inspector.jobs.profile",
+    "numerics": "inspector.jobs.numerics",
 }
 
 EXIT_OK = 0

@@ -1,0 +1,242 @@
+"""One node's reference value against its candidate value: the numerics job's metrics.
+
+Floating tensors are compared in float64 over the elements finite in both runs:
+- max_abs  max |c - r|
+- max_rel  max |c - r| / |r| over the elements where r != 0
+- mean_abs mean |c - r|
+- cosine   <c, r> / (|c| |r|) (1.0 when both are all zeros, 0.0 when one is)
+- rel_l2   |c - r| / |r| (2-norms; what the module rollup's amplification divides)
+- passes   torch.isclose(c, r, rtol, atol, equal_nan=True) everywhere, in the two
+           dtypes' promoted dtype: what `torch.testing.assert_close(c, r,
+           check_dtype=False, equal_nan=True)` accepts. rtol/atol default to
+           assert_close's for the two dtypes (the looser of the two).
+NaN and Inf are counted per run. A NaN at the same place in both runs passes (it
+is the same computation); where only one run has it, it fails.
+Integer and bool tensors, ints, SymInts and bools must be equal (their errors are
+still measured, as numbers). Tuples and lists are compared element by element and
+summed up (max of maxima, means weighted by element counts, the cosine of the
+concatenation). A shape, dtype kind or structure that differs fails, with a note.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+# torch.testing.assert_close's defaults (torch/testing/_comparison.py), by dtype name
+DEFAULT_TOLERANCES = {
+    "float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5),
+    "float64": (1e-7, 1e-7), "complex32": (1e-3, 1e-5), "complex64": (1.3e-6, 1e-5),
+    "complex128": (1e-7, 1e-7),
+}
+
+
+def default_tolerances(*dtypes: Any) -> tuple[float, float]:
+    """(rtol, atol) as assert_close picks them: the loosest of the dtypes' defaults."""
+    rtols, atols = [0.0], [0.0]
+    for dtype in dtypes:
+        rtol, atol = DEFAULT_TOLERANCES.get(str(dtype).removeprefix("torch."), (0.0, 0.0))
+        rtols.append(rtol)
+        atols.append(atol)
+    return max(rtols), max(atols)
+
+
+@dataclass
+class Comparison:
+    """The running totals of one node's comparison (several tensors for a tuple)."""
+
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    sum_abs: float = 0.0
+    count: int = 0
+    dot: float = 0.0
+    ref_sq: float = 0.0
+    cand_sq: float = 0.0
+    diff_sq: float = 0.0
+    floating: bool = False
+    passes: bool = True
+    nan_ref: int = 0
+    nan_cand: int = 0
+    inf_ref: int = 0
+    inf_cand: int = 0
+    compared: int = 0  # values compared (tensors and scalars)
+    rtol: float = 0.0
+    atol: float = 0.0
+    dtypes: list[str] = field(default_factory=list)
+    shape: list[int] | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def record(self) -> dict[str, Any]:
+        mean = self.sum_abs / self.count if self.count else 0.0
+        if not self.floating:
+            cosine = None
+        elif self.ref_sq == 0.0 and self.cand_sq == 0.0:
+            cosine = 1.0
+        elif self.ref_sq == 0.0 or self.cand_sq == 0.0:
+            cosine = 0.0
+        else:
+            cosine = self.dot / math.sqrt(self.ref_sq * self.cand_sq)
+        if self.ref_sq > 0:
+            rel_l2 = math.sqrt(self.diff_sq / self.ref_sq)
+        else:
+            rel_l2 = 0.0 if self.diff_sq == 0 else math.inf
+        return {
+            "max_abs": self.max_abs, "max_rel": self.max_rel if self.floating else None,
+            "mean_abs": mean, "cosine": cosine, "rel_l2": rel_l2 if self.floating else None,
+            "passes": self.passes,
+            "nan": bool(self.nan_ref or self.nan_cand),
+            "inf": bool(self.inf_ref or self.inf_cand),
+            "nonfinite": {"reference": {"nan": self.nan_ref, "inf": self.inf_ref},
+                          "candidate": {"nan": self.nan_cand, "inf": self.inf_cand}},
+            "rtol": self.rtol, "atol": self.atol, "dtype": self.dtypes, "shape": self.shape,
+            "notes": self.notes,
+        }
+
+
+def compare(torch: Any, ref: Any, cand: Any, rtol: float | None, atol: float | None,
+            device: Any = None) -> Comparison | None:
+    """The comparison of two node values, or None when neither holds a number
+    (None outputs, an assert's result, opaque objects)."""
+    out = Comparison()
+    _compare(torch, ref, cand, rtol, atol, device, out)
+    return out if out.compared else None
+
+
+def _compare(torch: Any, ref: Any, cand: Any, rtol: float | None, atol: float | None,
+             device: Any, out: Comparison) -> None:
+    if isinstance(ref, torch.Tensor) or isinstance(cand, torch.Tensor):
+        if not (isinstance(ref, torch.Tensor) and isinstance(cand, torch.Tensor)):
+            out.compared += 1
+            out.passes = False
+            out.notes.append(f"a {type(ref).__name__} against a {type(cand).__name__}")
+            return
+        _tensors(torch, ref, cand, rtol, atol, device, out)
+    elif isinstance(ref, (tuple, list)) and isinstance(cand, (tuple, list)):
+        if len(ref) != len(cand):
+            out.compared += 1
+            out.passes = False
+            out.notes.append(f"{len(ref)} values against {len(cand)}")
+            return
+        for r, c in zip(ref, cand):
+            _compare(torch, r, c, rtol, atol, device, out)
+    elif _is_number(torch, ref) and _is_number(torch, cand):
+        _scalars(ref, cand, out)
+    elif isinstance(ref, (tuple, list)) or isinstance(cand, (tuple, list)):
+        out.compared += 1
+        out.passes = False
+        out.notes.append(f"a {type(ref).__name__} against a {type(cand).__name__}")
+
+
+def _is_number(torch: Any, value: Any) -> bool:
+    return isinstance(value, (bool, int, float, torch.SymInt, torch.SymFloat, torch.SymBool))
+
+
+def _scalars(ref: Any, cand: Any, out: Comparison) -> None:
+    """ints, SymInts, bools: equal or not; floats within the tolerance of float64."""
+    r, c = ref, cand
+    out.compared += 1
+    if isinstance(r, float) or isinstance(c, float):
+        r, c = float(r), float(c)
+        if math.isnan(r) or math.isnan(c):
+            out.nan_ref += math.isnan(r)
+            out.nan_cand += math.isnan(c)
+            out.passes &= math.isnan(r) and math.isnan(c)
+            return
+        diff = abs(c - r) if r != c else 0.0
+        out.passes &= diff <= 1e-7 + 1e-7 * abs(r)
+    else:
+        r, c = int(r), int(c)
+        diff = float(abs(c - r))
+        out.passes &= r == c
+    out.max_abs = max(out.max_abs, diff)
+    out.sum_abs += diff
+    out.count += 1
+
+
+def _tensors(torch: Any, ref: Any, cand: Any, rtol: float | None, atol: float | None,
+             device: Any, out: Comparison) -> None:
+    out.compared += 1
+    out.dtypes = [str(ref.dtype).removeprefix("torch."), str(cand.dtype).removeprefix("torch.")]
+    if out.shape is None:
+        out.shape = list(ref.shape)
+    if ref.shape != cand.shape:
+        out.passes = False
+        out.notes.append(f"shape {list(ref.shape)} against {list(cand.shape)}")
+        return
+    if device is not None:
+        ref, cand = ref.to(device), cand.to(device)
+    elif ref.device != cand.device:
+        cand = cand.to(ref.device)
+    if ref.is_complex() or cand.is_complex():
+        ref, cand = torch.view_as_real(ref.resolve_conj()), torch.view_as_real(cand.resolve_conj())
+    floating = ref.is_floating_point() or cand.is_floating_point()
+    if not floating:
+        _exact(torch, ref, cand, out)
+        return
+    out.floating = True
+    d_rtol, d_atol = default_tolerances(ref.dtype, cand.dtype)
+    rtol = d_rtol if rtol is None else rtol
+    atol = d_atol if atol is None else atol
+    out.rtol, out.atol = max(out.rtol, rtol), max(out.atol, atol)
+    if ref.numel() == 0:
+        return
+    common = torch.promote_types(ref.dtype, cand.dtype)
+    close = torch.isclose(cand.to(common), ref.to(common), rtol=rtol, atol=atol,
+                          equal_nan=True)
+    r64, c64 = ref.double(), cand.double()
+    diff = (c64 - r64).abs_()
+    total = diff.sum()
+    sums = torch.stack([total, close.all().double()])
+    total_v, all_close = sums.tolist()
+    out.passes &= bool(all_close)
+    if math.isfinite(total_v):
+        n = diff.numel()
+        abs_r = r64.abs()
+        rel = torch.where(abs_r > 0, diff / abs_r, torch.zeros((), dtype=diff.dtype,
+                                                                 device=diff.device))
+        stats = torch.stack([diff.max(), rel.max(), (c64 * r64).sum(), (r64 * r64).sum(),
+                             (c64 * c64).sum(), (diff * diff).sum()]).tolist()
+    else:
+        nan_r, nan_c = torch.isnan(r64), torch.isnan(c64)
+        inf_r, inf_c = torch.isinf(r64), torch.isinf(c64)
+        counts = torch.stack([nan_r.sum(), nan_c.sum(), inf_r.sum(), inf_c.sum()]).tolist()
+        out.nan_ref += int(counts[0])
+        out.nan_cand += int(counts[1])
+        out.inf_ref += int(counts[2])
+        out.inf_cand += int(counts[3])
+        finite = ~(nan_r | nan_c | inf_r | inf_c)
+        diff, r64, c64 = diff[finite], r64[finite], c64[finite]
+        n = diff.numel()
+        if n == 0:
+            return
+        total_v = float(diff.sum())
+        abs_r = r64.abs()
+        rel = torch.where(abs_r > 0, diff / abs_r, torch.zeros((), dtype=diff.dtype,
+                                                                 device=diff.device))
+        stats = torch.stack([diff.max(), rel.max(), (c64 * r64).sum(), (r64 * r64).sum(),
+                             (c64 * c64).sum(), (diff * diff).sum()]).tolist()
+    max_abs, max_rel, dot, rsq, csq, dsq = stats
+    out.max_abs = max(out.max_abs, max_abs)
+    out.max_rel = max(out.max_rel, max_rel)
+    out.sum_abs += total_v
+    out.count += n
+    out.dot += dot
+    out.ref_sq += rsq
+    out.cand_sq += csq
+    out.diff_sq += dsq
+
+
+def _exact(torch: Any, ref: Any, cand: Any, out: Comparison) -> None:
+    if ref.numel() == 0:
+        return
+    if ref.dtype == torch.bool or cand.dtype == torch.bool:
+        r, c = ref.to(torch.int64), cand.to(torch.int64)
+    else:
+        r, c = ref.to(torch.int64), cand.to(torch.int64)
+    diff = (c - r).abs()
+    stats = torch.stack([diff.max(), diff.sum()]).tolist()
+    out.passes &= stats[0] == 0
+    out.max_abs = max(out.max_abs, float(stats[0]))
+    out.sum_abs += float(stats[1])
+    out.count += ref.numel()

@@ -1,0 +1,3 @@
+"""placeholder"""
+def check_toy(path, names):
+    raise NotImplementedError
