@@ -155,7 +155,8 @@ def compare_program(torch: Any, spec: NumericsSpec, loaded: Any, name: str, prog
     cand = build_candidate(torch, spec, ep, name, program, plan, users, ref_args, other,
                            device, cand_device, ref_threads, index)
     gm = ep.graph_module
-    cand.match.setdefault(_output_node(gm).name, _output_node(cand.gm).name)
+    if cand.gm is not None:
+        cand.match.setdefault(_output_node(gm).name, _output_node(cand.gm).name)
     record: dict[str, Any] = {"name": name, "ok": True, "failures": [],
                               "inputs": [i.describe() for i in plan.inputs],
                               "symbols": plan.symbols}
