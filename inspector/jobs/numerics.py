@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from inspector.core.archive import open_archive
@@ -69,10 +70,19 @@ def finite(value: Any) -> Any:
     return value
 
 
-def run(spec: NumericsSpec, emit: Emitter) -> dict[str, Any]:
-    emit.progress("import torch", 0.0)
-    import torch
+@dataclass
+class Prepared:
+    """Everything both runs of every program need, loaded once."""
 
+    loaded: Any  # graph_run.Loaded
+    programs: dict[str, Any]  # name -> core Program (the dtype plan, the diff's matching)
+    other: dict[str, Any] | None  # --with: the other archive's programs
+    device: Any
+    cand_device: Any
+    ref_threads: int
+
+
+def prepare(torch: Any, spec: NumericsSpec, emit: Emitter) -> Prepared:
     graph = spec.graph
     device = check_device(torch, graph.device)
     cand_device = check_device(torch, spec.value) if spec.candidate == "on" else device
@@ -82,21 +92,28 @@ def run(spec: NumericsSpec, emit: Emitter) -> dict[str, Any]:
     loaded = load_for_run(graph, emit, payloads="cpu", start=0.02, end=0.1)
     other = _load_other(spec, loaded.names, emit) if spec.candidate == "with" else None
     with open_archive(graph.file) as archive:
-        core_programs = {n: archive.program(n) for n in loaded.names}
+        programs = {n: archive.program(n) for n in loaded.names}
+    return Prepared(loaded, programs, other, device, cand_device, ref_threads)
+
+
+def run(spec: NumericsSpec, emit: Emitter) -> dict[str, Any]:
+    emit.progress("import torch", 0.0)
+    import torch
+
+    prepared = prepare(torch, spec, emit)
+    names = prepared.loaded.names
     results = []
-    span = 0.88 / max(len(loaded.names), 1)
-    description: dict[str, Any] = {}
-    for i, name in enumerate(loaded.names):
-        record, description = compare_program(
-            torch, spec, loaded, name, core_programs[name], other, device, cand_device,
-            ref_threads, emit, 0.12 + i * span, span)
-        results.append(record)
-        loaded.programs[name] = None
+    span = 0.88 / max(len(names), 1)
+    for i, name in enumerate(names):
+        results.append(compare_program(torch, spec, prepared, name, emit, 0.12 + i * span,
+                                       span))
+        prepared.loaded.programs[name] = None  # free its weights before the next program
     emit.progress("done", 1.0)
     return {
-        "reference": {"kind": "reference", "archive": graph.file, "device": str(device),
-                      "dtype": "as exported", "threads": ref_threads},
-        "candidate": results[0]["candidate"] if results else description,
+        "reference": {"kind": "reference", "archive": spec.graph.file,
+                      "device": str(prepared.device), "dtype": "as exported",
+                      "threads": prepared.ref_threads},
+        "candidate": results[0]["candidate"] if results else {"kind": spec.candidate},
         "torch": torch.__version__,
         "programs": results,
     }
@@ -137,14 +154,14 @@ def build_candidate(torch: Any, spec: NumericsSpec, ep: Any, name: str, program:
     return eager_candidate(torch, spec.graph.file, ep, name, users, plan, device, index)
 
 
-def compare_program(torch: Any, spec: NumericsSpec, loaded: Any, name: str, program: Any,
-                    other: Any, device: Any, cand_device: Any, ref_threads: int,
-                    emit: Emitter, start: float, span: float,
-                    observe: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
+def compare_program(torch: Any, spec: NumericsSpec, prepared: Prepared, name: str,
+                    emit: Emitter, start: float = 0.0, span: float = 1.0,
+                    observe: Any = None) -> dict[str, Any]:
     """Both runs of one program in lockstep; `observe(ref node, ref value, cand name,
     cand value)` sees every pair (the tests compare them with torch's own runs)."""
     from inspector.jobs.numerics_compare import compare
 
+    loaded, device, ref_threads = prepared.loaded, prepared.device, prepared.ref_threads
     ep = loaded.programs[name]
     plan = loaded.plans[name]
     index = loaded.indexes[name]
@@ -152,8 +169,9 @@ def compare_program(torch: Any, spec: NumericsSpec, loaded: Any, name: str, prog
     ref_args = flat_arguments(ep, users, lambda kind, target, v: v.to(device)
                               if isinstance(v, torch.Tensor) else v)
     emit.progress(f"{name}: build the candidate", start)
-    cand = build_candidate(torch, spec, ep, name, program, plan, users, ref_args, other,
-                           device, cand_device, ref_threads, index)
+    cand = build_candidate(torch, spec, ep, name, prepared.programs[name], plan, users,
+                           ref_args, prepared.other, device, prepared.cand_device,
+                           ref_threads, index)
     gm = ep.graph_module
     if cand.gm is not None:
         cand.match.setdefault(_output_node(gm).name, _output_node(cand.gm).name)
@@ -245,7 +263,7 @@ def compare_program(torch: Any, spec: NumericsSpec, loaded: Any, name: str, prog
         first_inf=first_nonfinite(nodes, graph_inputs, uses_all, "inf"),
         modules=modules, most_amplifying=most_amplifying(modules),
         notes=cand.notes, candidate=cand.description)
-    return record, cand.description
+    return record
 
 
 def _source(info: Any) -> dict[str, Any] | None:

@@ -1,0 +1,109 @@
+"""numerics' per-node metrics against numpy and torch.testing on the same tensors.
+
+Every metric is recomputed here with numpy in float64 (the job's own arithmetic is not
+reused), and `passes` must be exactly what torch.testing.assert_close (check_dtype
+off, equal_nan on, its default tolerances for the two dtypes) accepts."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from inspector.jobs.numerics_compare import compare, default_tolerances  # noqa: E402
+
+
+def _numpy_metrics(ref, cand):
+    r = ref.double().numpy()
+    c = cand.double().numpy()
+    finite = np.isfinite(r) & np.isfinite(c)
+    r, c = r[finite], c[finite]
+    d = np.abs(c - r)
+    nz = r != 0
+    return {
+        "max_abs": float(d.max()) if d.size else 0.0,
+        "max_rel": float((d[nz] / np.abs(r[nz])).max()) if nz.any() else 0.0,
+        "mean_abs": float(d.mean()) if d.size else 0.0,
+        "cosine": float(np.dot(c, r) / math.sqrt(np.dot(r, r) * np.dot(c, c))),
+        "rel_l2": float(np.linalg.norm(c - r) / np.linalg.norm(r)),
+    }
+
+
+def _torch_passes(ref, cand, rtol=None, atol=None):
+    try:
+        torch.testing.assert_close(cand, ref, check_dtype=False, equal_nan=True,
+                                   rtol=rtol, atol=atol)
+    except AssertionError:
+        return False
+    return True
+
+
+CASES = {
+    "bf16 cast": lambda r: r.to(torch.bfloat16),
+    "fp16 cast": lambda r: r.to(torch.float16),
+    "tiny noise": lambda r: r + 1e-7 * torch.randn(r.shape, generator=torch.Generator().manual_seed(3)),
+    "same": lambda r: r.clone(),
+    "one NaN in the candidate": lambda r: r.clone().index_fill_(0, torch.tensor([1]), float("nan")),
+    "an Inf": lambda r: r.clone().index_fill_(0, torch.tensor([2]), float("inf")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_float_metrics_equal_numpy_and_assert_close(case):
+    gen = torch.Generator().manual_seed(0)
+    ref = torch.randn(64, 33, generator=gen)
+    ref[0, :5] = 0.0  # zeros: left out of max_rel
+    cand = CASES[case](ref)
+    got = compare(torch, ref, cand, None, None).record()
+    want = _numpy_metrics(ref, cand)
+    for key in ("max_abs", "max_rel", "mean_abs"):
+        assert got[key] == pytest.approx(want[key], rel=1e-12, abs=0.0), key
+    assert got["cosine"] == pytest.approx(want["cosine"], rel=1e-12)
+    assert got["rel_l2"] == pytest.approx(want["rel_l2"], rel=1e-9)
+    assert got["passes"] == _torch_passes(ref, cand)
+    assert (got["rtol"], got["atol"]) == default_tolerances(ref.dtype, cand.dtype)
+    assert got["nan"] == bool(torch.isnan(cand).any() or torch.isnan(ref).any())
+    assert got["inf"] == bool(torch.isinf(cand).any())
+    assert got["nonfinite"]["candidate"]["nan"] == int(torch.isnan(cand).sum())
+
+
+def test_default_tolerances_are_assert_close_s():
+    from torch.testing._comparison import default_tolerances as torch_defaults
+
+    for a, b in ((torch.float32, torch.bfloat16), (torch.float32, torch.float16),
+                 (torch.float32, torch.float32), (torch.float64, torch.float64)):
+        want = torch_defaults(torch.empty(1, dtype=a), torch.empty(1, dtype=b))
+        assert default_tolerances(a, b) == want
+
+
+def test_tolerance_override_and_boundary():
+    ref = torch.tensor([1.0, 2.0, 4.0])
+    cand = ref + torch.tensor([0.0, 0.0, 0.01])
+    assert not compare(torch, ref, cand, None, None).passes
+    assert compare(torch, ref, cand, 0.0025, 0.0).passes == _torch_passes(ref, cand, 0.0025, 0.0)
+    assert compare(torch, ref, cand, 0.0024, 0.0).passes == _torch_passes(ref, cand, 0.0024, 0.0)
+
+
+def test_nan_in_both_runs_at_one_place_passes_but_not_in_one():
+    ref = torch.tensor([1.0, float("nan")])
+    assert compare(torch, ref, ref.clone(), None, None).passes
+    assert not compare(torch, ref, torch.tensor([1.0, 0.0]), None, None).passes
+
+
+def test_integers_bools_symints_tuples_exact():
+    a = torch.arange(6)
+    assert compare(torch, a, a.clone(), None, None).record()["max_abs"] == 0.0
+    off = compare(torch, a, a + torch.tensor([0, 0, 3, 0, 0, 0]), None, None).record()
+    assert not off["passes"] and off["max_abs"] == 3.0 and off["cosine"] is None
+    assert not compare(torch, a > 2, a > 3, None, None).passes
+    assert compare(torch, 7, 7, None, None).passes and not compare(torch, 7, 8, None, None).passes
+    r = (torch.ones(3), torch.zeros(2, dtype=torch.long))
+    c = (torch.ones(3) * 2, torch.zeros(2, dtype=torch.long))
+    both = compare(torch, r, c, None, None).record()
+    assert both["max_abs"] == 1.0 and not both["passes"]
+    assert compare(torch, None, None, None, None) is None
+    shape = compare(torch, torch.ones(2), torch.ones(3), None, None)
+    assert not shape.passes and "shape" in shape.notes[0]
