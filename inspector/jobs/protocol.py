@@ -32,6 +32,10 @@ Per job (see each job's module for details):
            timer, threads, torch, programs [{name, ok, failures, inputs, symbols,
            forward_ms, node_ms, instrumented_ms, runs, nodes [{name, target, ms, share,
            line, module}], modules, ops, sources}] (jobs/profile.py).
+  numerics progress per node. result: reference, candidate, torch, programs [{name, ok,
+           failures, inputs, nodes [{node, line, module, max_abs, max_rel, mean_abs,
+           cosine, passes, nan, inf, ...}], first_over_tolerance, first_nan, first_inf,
+           modules, most_amplifying, ...}] (jobs/numerics.py).
 Exit codes: 0 result sent, 1 error event sent, 130 cancelled (SIGTERM/SIGINT).
 """
 
