@@ -26,6 +26,7 @@ import orjson
 from inspector.core.device_names import same_device
 from inspector.core.findings import (  # noqa: F401  (re-exported: the audit's vocabulary)
     DEVICE_LITERAL,
+    DTYPE_LITERAL,
     ERROR,
     INFO,
     LIFTED_CONSTANT,
@@ -142,6 +143,8 @@ def audit_program(program: Program, *, target: Device | None = None,
         _specialized_dims(ctx)
     if PORTABILITY in wanted:
         _portability(ctx)
+    if DTYPE_LITERAL in wanted:
+        _dtype_literals(ctx)
     return literals + sort_findings(ctx.findings)
 
 
@@ -712,3 +715,32 @@ def _record_program(path: str, programs: set[str]) -> str | None:
         if candidate in programs:
             return candidate
     return None
+
+
+# --- dtype-literal ------------------------------------------------------------
+
+def _dtype_literals(ctx: _Context) -> None:
+    """Floating dtype literals export froze from the example (core/dtype_literals.py
+    judges which, and keeps the model's own casts out): harmless at fp32, they make a
+    bf16/fp16 run fail (an assert) or run at fp32 (a cast, a factory). Info: what
+    `retarget --dtype` and `numerics --precision` rewrite."""
+    from inspector.core.dtype_literals import ASSERT, BFLOAT16, plan_program
+
+    plan = plan_program(ctx.program, BFLOAT16)
+    if not plan.literals:
+        return
+    by_name = {n.name: n for n in ctx.program.graph.nodes}
+    for lit in plan.literals:
+        if lit.kept:
+            continue
+        node = by_name.get(lit.node)
+        op = lit.target.removeprefix("torch.ops.")
+        if lit.kind == ASSERT:
+            message = (f"{op} checks {lit.arg}=torch.{lit.dtype_name}, the example's dtype: "
+                       "with bf16 weights it raises 'Tensor dtype mismatch'")
+        else:
+            message = (f"{op} has {lit.arg}=torch.{lit.dtype_name} frozen from the example "
+                       "(its source line computes the dtype): a bf16 run computes this at "
+                       f"{lit.dtype_name}" + _trace_where(node.stack_trace if node else None))
+        ctx.add(DTYPE_LITERAL, INFO, message, node=node, node_name=lit.node,
+                fix="pt2-inspector retarget FILE --dtype bf16 -o OUT.pt2", group=lit.kind)

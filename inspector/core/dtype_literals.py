@@ -123,11 +123,12 @@ def _tensor_inputs(node: Node) -> list[str]:
 
 
 def plan_program(program: Program, to: int) -> DtypePlan:
-    """Judge every floating dtype literal of the program's graphs and propagate the
+    """Judge every floating dtype literal of the program's top graph and propagate the
     dtypes of a run whose floating inputs are `to` (a ScalarType code)."""
     plan = DtypePlan(to, [], {}, {}, {})
-    for graph in program.graph.walk():
-        _plan_graph(program, graph, to, plan)
+    # the top graph only: a control-flow subgraph's node names may repeat the top
+    # graph's, and its inputs are the operands of its HOP call
+    _plan_graph(program, program.graph, to, plan)
     return plan
 
 

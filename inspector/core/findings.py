@@ -25,8 +25,9 @@ LIFTED_CONSTANT = "lifted-constant"
 SPECIALIZED_DIM = "specialized-dim"
 PORTABILITY = "portability"
 RISKY_RECORD = "risky-record"
+DTYPE_LITERAL = "dtype-literal"
 RULES = (DEVICE_LITERAL, WEIGHT_DEVICE, LIFTED_CONSTANT, SPECIALIZED_DIM, PORTABILITY,
-         RISKY_RECORD)
+         RISKY_RECORD, DTYPE_LITERAL)
 RULE_TITLES = {
     DEVICE_LITERAL: "Device literals baked into node arguments",
     WEIGHT_DEVICE: "Weights, buffers and constants recorded on a device",
@@ -34,6 +35,7 @@ RULE_TITLES = {
     SPECIALIZED_DIM: "Specialized dimensions",
     PORTABILITY: "Portability: what loading needs besides torch",
     RISKY_RECORD: "Records torch would execute code from when loading",
+    DTYPE_LITERAL: "Dtype literals frozen from the fp32 example",
 }
 
 class AuditError(InspectorError):

@@ -64,11 +64,16 @@ class ProgramChange:
     payloads: int = 0  # devices in the weights/constants configs rewritten
     unchanged: int = 0  # device records already on the target
     from_devices: dict[str, int] = field(default_factory=dict)  # old literal -> count
+    # --dtype: literals / kept casts / tensor_values / weight entries changed
+    dtype: dict[str, int] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"program": self.program, "literals": self.literals,
-                "tensor_meta": self.tensor_meta, "payloads": self.payloads,
-                "unchanged": self.unchanged, "from_devices": dict(self.from_devices)}
+        out = {"program": self.program, "literals": self.literals,
+               "tensor_meta": self.tensor_meta, "payloads": self.payloads,
+               "unchanged": self.unchanged, "from_devices": dict(self.from_devices)}
+        if self.dtype is not None:
+            out["dtype"] = dict(self.dtype)
+        return out
 
 
 @dataclass
@@ -81,23 +86,33 @@ class RetargetResult:
     bytes_copied: int  # their uncompressed bytes
     seconds: float
     notes: list[str] = field(default_factory=list)
+    dtype: str = ""  # bf16 / fp16 when --dtype rewrote the dtypes
 
     def as_dict(self) -> dict[str, Any]:
         return {"source": str(self.source), "output": str(self.output), "device": self.device,
+                "dtype": self.dtype,
                 "programs": [p.as_dict() for p in self.programs],
                 "records_copied": self.records_copied, "bytes_copied": self.bytes_copied,
                 "seconds": round(self.seconds, 3), "notes": list(self.notes)}
 
 
-def retarget(source: str | os.PathLike[str], output: str | os.PathLike[str], device: str,
-             *, programs: Sequence[str] | None = None,
+def retarget(source: str | os.PathLike[str], output: str | os.PathLike[str],
+             device: str | None, *, dtype: str | None = None,
+             programs: Sequence[str] | None = None,
              on_progress: Callable[[float], None] | None = None,
              should_cancel: Callable[[], bool] | None = None) -> RetargetResult:
     """Write `output`: `source` with every recorded device of the chosen programs
-    (all by default) set to `device`. Progress goes to `on_progress(fraction)`;
+    (all by default) set to `device` (None: devices kept) and, with `dtype` (bf16 or
+    fp16), their frozen dtype literals, value dtypes and floating weights converted
+    (core/retarget_dtype.py). Progress goes to `on_progress(fraction)`;
     `should_cancel()` is polled between chunks and stops with RetargetCancelled."""
+    from inspector.core.retarget_dtype import precision_code
+
     started = time.perf_counter()
-    target = parse_device(device)
+    if device is None and dtype is None:
+        raise RetargetError("nothing to retarget (give a device, a dtype or both)")
+    target = parse_device(device) if device is not None else None
+    to = precision_code(dtype) if dtype is not None else None
     src = Path(source)
     out = _check_output(src, Path(output))
     progress = on_progress or (lambda _f: None)
@@ -108,17 +123,22 @@ def retarget(source: str | os.PathLike[str], output: str | os.PathLike[str], dev
                 f"{src.name} uses the old torch.export layout (serialized_state_dict.pt): its "
                 "weights are a pickle whose devices cannot be rewritten without unpickling; "
                 "load and re-save it with torch.export.save first")
-        _refuse_compiled(archive, src, target)
+        _refuse_compiled(archive, src, target or dtype)
         names = _check_programs(archive, programs)
         progress(0.0)
-        replacements, changes = _rewrite_json(archive, names, target)
+        replacements, changes = _rewrite_json(archive, names, target, to)
         notes = _notes(archive, names)
+        if to is not None:
+            notes.append("control-flow subgraphs keep their dtype literals; pickled "
+                         "weights keep their dtype")
     if cancelled():
         raise RetargetCancelled("retarget cancelled; nothing was written")
     copied, nbytes = _write_zip(src, out, archive.top, replacements, progress, cancelled)
     progress(1.0)
-    return RetargetResult(src, out, str(target), changes, copied, nbytes,
-                          time.perf_counter() - started, notes)
+    result = RetargetResult(src, out, str(target) if target is not None else "", changes,
+                            copied, nbytes, time.perf_counter() - started, notes)
+    result.dtype = dtype or ""
+    return result
 
 
 # --- checks -------------------------------------------------------------------
@@ -129,7 +149,7 @@ def _check_output(src: Path, out: Path) -> Path:
                              suffix_why="torch.export.load expects it", error=RetargetError)
 
 
-def _refuse_compiled(archive: Archive, src: Path, target: Device) -> None:
+def _refuse_compiled(archive: Archive, src: Path, target: Device | str) -> None:
     """An AOTInductor package runs its compiled code, not its JSON: rewriting
     the recorded devices would leave the .so built for the old device, and a
     package whose program and compiled model disagree."""
@@ -177,31 +197,56 @@ def _notes(archive: Archive, names: list[str]) -> list[str]:
 
 # --- JSON rewriting -----------------------------------------------------------
 
-def _rewrite_json(archive: Archive, names: list[str], target: Device
-                  ) -> tuple[dict[str, bytes], list[ProgramChange]]:
-    new_value = {"type": target.type, "index": target.index}
+def _rewrite_json(archive: Archive, names: list[str], target: Device | None,
+                  to: int | None = None) -> tuple[dict[str, bytes], list[ProgramChange]]:
+    from inspector.core.retarget_dtype import (
+        DtypeChange,
+        convert,
+        rewrite_payload_config,
+        rewrite_program_dtypes,
+    )
+
+    new_value = {"type": target.type, "index": target.index} if target is not None else None
     replacements: dict[str, bytes] = {}
     changes = []
     for name in names:
         change = ProgramChange(name)
         rel = archive.program_path(name)
         doc = archive.program_json(name)
-        parse_program(doc, name)  # refuse what the reader refuses (limits, structure)
-        counts, olds = rewrite_devices(doc, new_value)
-        change.literals = counts[ArgKind.DEVICE]
-        change.tensor_meta = counts["device"]
-        change.unchanged = counts["unchanged"]
-        change.from_devices = dict(olds)
+        program = parse_program(doc, name)  # refuse what the reader refuses (limits, structure)
+        if new_value is not None:
+            counts, olds = rewrite_devices(doc, new_value)
+            change.literals = counts[ArgKind.DEVICE]
+            change.tensor_meta = counts["device"]
+            change.unchanged = counts["unchanged"]
+            change.from_devices = dict(olds)
+        dchange = DtypeChange()
+        if to is not None:
+            rewrite_program_dtypes(doc, program, to, dchange)
         replacements[archive.entry_name(rel)] = _dump(doc, rel)
         for which in ("weights", "constants"):
             crel = f"data/{which}/{name}_{which}_config.json"
             if archive.record(crel) is None:
                 continue
             cdoc = archive.read_json(crel)
-            ccounts, _ = rewrite_devices(cdoc, new_value)
-            change.payloads += ccounts["device"] + ccounts[ArgKind.DEVICE]
-            change.unchanged += ccounts["unchanged"]
+            if new_value is not None:
+                ccounts, _ = rewrite_devices(cdoc, new_value)
+                change.payloads += ccounts["device"] + ccounts[ArgKind.DEVICE]
+                change.unchanged += ccounts["unchanged"]
+            if to is not None:
+                before = set(dchange.blobs)
+                rewrite_payload_config(cdoc, to, dchange)
+                for key in dchange.blobs - before:
+                    path, source = key.split("\0")
+                    brel = f"data/{which}/{path}"
+                    entry = archive.entry_name(brel)
+                    if entry not in replacements and archive.record(brel) is not None:
+                        data = archive.read_bytes(brel, archive.entry(brel).file_size)
+                        replacements[entry] = convert(data, int(source), to)
             replacements[archive.entry_name(crel)] = _dump(cdoc, crel)
+        if to is not None:
+            change.dtype = {"literals": dchange.literals, "kept": dchange.kept,
+                            "values": dchange.values, "payloads": dchange.payloads}
         changes.append(change)
     return replacements, changes
 

@@ -154,9 +154,20 @@ def _scalars(ref: Any, cand: Any, out: Comparison) -> None:
     out.count += 1
 
 
+def unwrap(torch: Any, value: Any) -> Any:
+    """The plain tensor under functorch's wrappers: a node between a vmap's
+    increment and decrement of its nesting level makes BatchedTensors, which have no
+    storage to read; the batch dimension is the unwrapped tensor's own."""
+    functorch = torch._C._functorch
+    while functorch.is_batchedtensor(value) or functorch.is_gradtrackingtensor(value):
+        value = functorch.get_unwrapped(value)
+    return value
+
+
 def _tensors(torch: Any, ref: Any, cand: Any, rtol: float | None, atol: float | None,
              device: Any, out: Comparison) -> None:
     out.compared += 1
+    ref, cand = unwrap(torch, ref), unwrap(torch, cand)
     out.dtypes = [str(ref.dtype).removeprefix("torch."), str(cand.dtype).removeprefix("torch.")]
     if out.shape is None:
         out.shape = list(ref.shape)

@@ -35,6 +35,7 @@ from inspector.jobs.graph_run import load_for_run  # noqa: E402
 from inspector.jobs.graph_spec import GraphRunSpec  # noqa: E402
 from inspector.jobs.inputs import flat_arguments, user_values  # noqa: E402
 from inspector.jobs.numerics import compare_program, prepare  # noqa: E402
+from inspector.jobs.numerics_compare import unwrap  # noqa: E402
 from inspector.jobs.numerics_spec import NumericsSpec  # noqa: E402
 from inspector.jobs.protocol import Emitter  # noqa: E402
 
@@ -72,6 +73,7 @@ def _bitwise_equal(a: Any, b: Any) -> bool:
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
         if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
             return False
+        a, b = unwrap(torch, a), unwrap(torch, b)
         if a.dtype != b.dtype or a.shape != b.shape:
             return False
         if a.is_floating_point():
