@@ -724,15 +724,20 @@ def _dtype_literals(ctx: _Context) -> None:
     judges which, and keeps the model's own casts out): harmless at fp32, they make a
     bf16/fp16 run fail (an assert) or run at fp32 (a cast, a factory). Info: what
     `retarget --dtype` and `numerics --precision` rewrite."""
-    from inspector.core.dtype_literals import ASSERT, BFLOAT16, plan_program
+    from inspector.core.dtype_literals import ASSERT, BFLOAT16, literals_of, plan_program
 
-    plan = plan_program(ctx.program, BFLOAT16)
-    if not plan.literals:
+    # Only nodes whose text holds a dtype are made (a lean program keeps the others
+    # unmade). The dtypes need propagating only where the model casts to fp32 itself
+    # (an assert downstream of its own cast keeps fp32); otherwise every assert of a
+    # source dtype is frozen, as the plan would say of one fed by the inputs.
+    nodes = list(nodes_mentioning(ctx.program.graph.nodes, ('"as_scalar_type"',)))
+    found = [lit for node in nodes for lit in literals_of(node)]
+    if not found:
         return
-    by_name = {n.name: n for n in ctx.program.graph.nodes}
-    for lit in plan.literals:
-        if lit.kept:
-            continue
+    if any(lit.kept for lit in found):
+        found = plan_program(ctx.program, BFLOAT16).literals
+    by_name = {n.name: n for n in nodes}
+    for lit in found:
         node = by_name.get(lit.node)
         op = lit.target.removeprefix("torch.ops.")
         if lit.kind == ASSERT:

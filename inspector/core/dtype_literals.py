@@ -122,6 +122,25 @@ def _tensor_inputs(node: Node) -> list[str]:
     return node.input_names()
 
 
+def literals_of(node: Node) -> list[DtypeLiteral]:
+    """A node's source-dtype literals judged alone: casts and factories by their
+    source line, asserts as frozen (plan_program judges asserts by propagation)."""
+    out = []
+    code = None
+    for arg_name, value in _dtype_args(node):
+        if value not in SOURCE_DTYPES:
+            continue
+        kind = kind_of(node.target, arg_name)
+        if kind == ASSERT:
+            out.append(DtypeLiteral(node.name, arg_name, node.target, value, kind, False, ""))
+            continue
+        if code is None:
+            code = source_line(node)
+        out.append(DtypeLiteral(node.name, arg_name, node.target, value, kind,
+                                spells_dtype(code), code))
+    return out
+
+
 def plan_program(program: Program, to: int) -> DtypePlan:
     """Judge every floating dtype literal of the program's top graph and propagate the
     dtypes of a run whose floating inputs are `to` (a ScalarType code)."""

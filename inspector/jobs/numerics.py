@@ -154,24 +154,41 @@ def build_candidate(torch: Any, spec: NumericsSpec, ep: Any, name: str, program:
     return eager_candidate(torch, spec.graph.file, ep, name, users, plan, device, index)
 
 
+@dataclass
+class Built:
+    """One program's two runs, ready: the reference's arguments and the candidate."""
+
+    ep: Any
+    ref_args: list[Any]
+    cand: candidates.Candidate
+
+
+def make_candidate(torch: Any, spec: NumericsSpec, prepared: Prepared, name: str) -> Built:
+    loaded, device = prepared.loaded, prepared.device
+    ep = loaded.programs[name]
+    plan = loaded.plans[name]
+    users = user_values(torch, plan, device, spec.graph.seed)
+    ref_args = flat_arguments(ep, users, lambda kind, target, v: v.to(device)
+                              if isinstance(v, torch.Tensor) else v)
+    cand = build_candidate(torch, spec, ep, name, prepared.programs[name], plan, users,
+                           ref_args, prepared.other, device, prepared.cand_device,
+                           prepared.ref_threads, loaded.indexes[name])
+    return Built(ep, ref_args, cand)
+
+
 def compare_program(torch: Any, spec: NumericsSpec, prepared: Prepared, name: str,
                     emit: Emitter, start: float = 0.0, span: float = 1.0,
-                    observe: Any = None) -> dict[str, Any]:
+                    observe: Any = None, built: Built | None = None) -> dict[str, Any]:
     """Both runs of one program in lockstep; `observe(ref node, ref value, cand name,
     cand value)` sees every pair (the tests compare them with torch's own runs)."""
     from inspector.jobs.numerics_compare import compare
 
     loaded, device, ref_threads = prepared.loaded, prepared.device, prepared.ref_threads
-    ep = loaded.programs[name]
     plan = loaded.plans[name]
     index = loaded.indexes[name]
-    users = user_values(torch, plan, device, spec.graph.seed)
-    ref_args = flat_arguments(ep, users, lambda kind, target, v: v.to(device)
-                              if isinstance(v, torch.Tensor) else v)
     emit.progress(f"{name}: build the candidate", start)
-    cand = build_candidate(torch, spec, ep, name, prepared.programs[name], plan, users,
-                           ref_args, prepared.other, device, prepared.cand_device,
-                           ref_threads, index)
+    built = built if built is not None else make_candidate(torch, spec, prepared, name)
+    ep, ref_args, cand = built.ep, built.ref_args, built.cand
     gm = ep.graph_module
     if cand.gm is not None:
         cand.match.setdefault(_output_node(gm).name, _output_node(cand.gm).name)

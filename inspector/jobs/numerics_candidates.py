@@ -128,7 +128,41 @@ def on_device(torch: Any, ep: Any, users: dict[str, Any], device: Any, ref_devic
     moved = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in users.items()}
     args = flat_arguments(ep, moved, lambda kind, target, v: v.to(device)
                           if isinstance(v, torch.Tensor) else v)
-    return Candidate(gm, args, device, identity(gm), {"kind": "on", "device": str(device)})
+    gm = copy.deepcopy(gm)
+    literals = move_device_literals(torch, gm, ref_device, device)
+    return Candidate(gm, args, device, identity(gm), {"kind": "on", "device": str(device),
+                                                      "device_literals": literals})
+
+
+def move_device_literals(torch: Any, gm: Any, old: Any, new: Any) -> int:
+    """The device literals export baked in (`device=` keywords, `to.device`'s target)
+    moved from `old` to `new` in a copy of the graph, as torch's move_to_device_pass
+    moves them (that pass also moves the weights, in place: here they are moved as
+    the candidate's arguments, and the reference's stay where they are)."""
+    moved = 0
+
+    def fix(value: Any) -> Any:
+        nonlocal moved
+        dev = torch.device(value) if isinstance(value, (str, torch.device)) else None
+        if dev is not None and dev.type == old.type and (dev.index or 0) == (old.index or 0):
+            moved += 1
+            return new
+        return value
+
+    for module in gm.modules():
+        if not isinstance(module, torch.fx.GraphModule):
+            continue
+        for node in module.graph.nodes:
+            if "device" in node.kwargs:
+                kwargs = dict(node.kwargs)
+                kwargs["device"] = fix(kwargs["device"])
+                node.kwargs = kwargs
+            if node.op == "call_function" and node.target is torch.ops.aten.to.device:
+                args = list(node.args)
+                args[1] = fix(args[1])
+                node.args = tuple(args)
+        module.recompile()
+    return moved
 
 
 # --- run_decompositions ---------------------------------------------------------------

@@ -6,6 +6,7 @@ Floating tensors are compared in float64 over the elements finite in both runs:
 - mean_abs mean |c - r|
 - cosine   <c, r> / (|c| |r|) (1.0 when both are all zeros, 0.0 when one is)
 - rel_l2   |c - r| / |r| (2-norms; what the module rollup's amplification divides)
+- tol_ratio max |c - r| / (atol + rtol |r|): 1.0 is the tolerance (the window's chart)
 - passes   torch.isclose(c, r, rtol, atol, equal_nan=True) everywhere, in the two
            dtypes' promoted dtype: what `torch.testing.assert_close(c, r,
            check_dtype=False, equal_nan=True)` accepts. rtol/atol default to
@@ -63,6 +64,7 @@ class Comparison:
     compared: int = 0  # values compared (tensors and scalars)
     rtol: float = 0.0
     atol: float = 0.0
+    tol_ratio: float = 0.0  # max |c - r| / (atol + rtol |r|)
     dtypes: list[str] = field(default_factory=list)
     shape: list[int] | None = None
     notes: list[str] = field(default_factory=list)
@@ -84,7 +86,7 @@ class Comparison:
         return {
             "max_abs": self.max_abs, "max_rel": self.max_rel if self.floating else None,
             "mean_abs": mean, "cosine": cosine, "rel_l2": rel_l2 if self.floating else None,
-            "passes": self.passes,
+            "passes": self.passes, "tol_ratio": self.tol_ratio if self.floating else None,
             "nan": bool(self.nan_ref or self.nan_cand),
             "inf": bool(self.inf_ref or self.inf_cand),
             "nonfinite": {"reference": {"nan": self.nan_ref, "inf": self.inf_ref},
@@ -175,6 +177,10 @@ def _tensors(torch: Any, ref: Any, cand: Any, rtol: float | None, atol: float | 
         out.passes = False
         out.notes.append(f"shape {list(ref.shape)} against {list(cand.shape)}")
         return
+    if ref.is_meta or cand.is_meta:  # no data: shape and dtype are all there is
+        out.notes.append("meta tensors (no values)")
+        out.passes &= ref.is_meta == cand.is_meta and ref.dtype == cand.dtype
+        return
     if device is not None:
         ref, cand = ref.to(device), cand.to(device)
     elif ref.device != cand.device:
@@ -207,7 +213,8 @@ def _tensors(torch: Any, ref: Any, cand: Any, rtol: float | None, atol: float | 
         rel = torch.where(abs_r > 0, diff / abs_r, torch.zeros((), dtype=diff.dtype,
                                                                  device=diff.device))
         stats = torch.stack([diff.max(), rel.max(), (c64 * r64).sum(), (r64 * r64).sum(),
-                             (c64 * c64).sum(), (diff * diff).sum()]).tolist()
+                             (c64 * c64).sum(), (diff * diff).sum(),
+                             _tolerance_ratio(torch, diff, abs_r, rtol, atol)]).tolist()
     else:
         nan_r, nan_c = torch.isnan(r64), torch.isnan(c64)
         inf_r, inf_c = torch.isinf(r64), torch.isinf(c64)
@@ -226,8 +233,10 @@ def _tensors(torch: Any, ref: Any, cand: Any, rtol: float | None, atol: float | 
         rel = torch.where(abs_r > 0, diff / abs_r, torch.zeros((), dtype=diff.dtype,
                                                                  device=diff.device))
         stats = torch.stack([diff.max(), rel.max(), (c64 * r64).sum(), (r64 * r64).sum(),
-                             (c64 * c64).sum(), (diff * diff).sum()]).tolist()
-    max_abs, max_rel, dot, rsq, csq, dsq = stats
+                             (c64 * c64).sum(), (diff * diff).sum(),
+                             _tolerance_ratio(torch, diff, abs_r, rtol, atol)]).tolist()
+    max_abs, max_rel, dot, rsq, csq, dsq, ratio = stats
+    out.tol_ratio = max(out.tol_ratio, ratio)
     out.max_abs = max(out.max_abs, max_abs)
     out.max_rel = max(out.max_rel, max_rel)
     out.sum_abs += total_v
@@ -236,6 +245,15 @@ def _tensors(torch: Any, ref: Any, cand: Any, rtol: float | None, atol: float | 
     out.ref_sq += rsq
     out.cand_sq += csq
     out.diff_sq += dsq
+
+
+def _tolerance_ratio(torch: Any, diff: Any, abs_r: Any, rtol: float, atol: float) -> Any:
+    """max |c - r| / (atol + rtol |r|): 1.0 is the tolerance (the chart's line)."""
+    bound = atol + rtol * abs_r
+    zero = torch.zeros((), dtype=diff.dtype, device=diff.device)
+    over = torch.where(diff > 0, torch.full((), math.inf, dtype=diff.dtype,
+                                            device=diff.device), zero)
+    return torch.where(bound > 0, diff / bound.clamp_min(1e-300), over).max()
 
 
 def _exact(torch: Any, ref: Any, cand: Any, out: Comparison) -> None:

@@ -41,6 +41,7 @@ from inspector.jobs.runner import KILL_AFTER_S, child_env, job_argv, signal_grou
 # through this module (an import contract in pyproject.toml). All of it imports no torch.
 from inspector.jobs.protocol import CODES, UNTRUSTED  # noqa: E402,F401
 from inspector.jobs.graph_spec import GraphRunSpec, GraphRunSpecError  # noqa: E402,F401
+from inspector.jobs.numerics_spec import NumericsSpec  # noqa: E402,F401
 from inspector.jobs.runner import cleanup_partial  # noqa: E402,F401
 from inspector.jobs.spec import (  # noqa: E402,F401
     BATCH_LIMIT,

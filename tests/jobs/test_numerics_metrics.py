@@ -29,6 +29,7 @@ def _numpy_metrics(ref, cand):
         "mean_abs": float(d.mean()) if d.size else 0.0,
         "cosine": float(np.dot(c, r) / math.sqrt(np.dot(r, r) * np.dot(c, c))),
         "rel_l2": float(np.linalg.norm(c - r) / np.linalg.norm(r)),
+        "bound": (d, np.abs(r)),
     }
 
 
@@ -64,6 +65,9 @@ def test_float_metrics_equal_numpy_and_assert_close(case):
     assert got["cosine"] == pytest.approx(want["cosine"], rel=1e-12)
     assert got["rel_l2"] == pytest.approx(want["rel_l2"], rel=1e-9)
     assert got["passes"] == _torch_passes(ref, cand)
+    d, abs_r = want["bound"]
+    rtol, atol = default_tolerances(ref.dtype, cand.dtype)
+    assert got["tol_ratio"] == pytest.approx(float((d / (atol + rtol * abs_r)).max()), rel=1e-12)
     assert (got["rtol"], got["atol"]) == default_tolerances(ref.dtype, cand.dtype)
     assert got["nan"] == bool(torch.isnan(cand).any() or torch.isnan(ref).any())
     assert got["inf"] == bool(torch.isinf(cand).any())

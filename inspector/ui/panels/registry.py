@@ -74,6 +74,12 @@ def _profile(ws: Workspace, services: PanelServices) -> QWidget:
     return ProfilePanel(ws, services.devices)
 
 
+def _numerics(ws: Workspace, services: PanelServices) -> QWidget:
+    from inspector.ui.panels.numerics import NumericsPanel
+
+    return NumericsPanel(ws, services.devices)
+
+
 def _shapes(ws: Workspace, services: PanelServices) -> QWidget:
     from inspector.ui.panels.shapes import ShapesPanel
 
@@ -92,4 +98,5 @@ PANELS: list[PanelSpec] = [
               "time the archive's generator on a device, charted live"),
     PanelSpec("weights", "Weights", _weights, "bottom"),
     PanelSpec("profile", "Profile", _profile, "bottom"),
+    PanelSpec("numerics", "Numerics", _numerics, "bottom"),
 ]
