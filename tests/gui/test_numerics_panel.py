@@ -40,7 +40,7 @@ def test_bf16_comparison_heat_chart_answers_and_selection(qtbot, panel, window, 
                                                           toy_archive):
     choose(panel.device, "cpu")
     choose(panel.program, "decoder")
-    choose(panel.candidate, ("precision", "bf16"))
+    choose(panel.candidate, "precision:bf16")
     qtbot.waitUntil(panel.run_button.isEnabled, timeout=5000)
     with qtbot.waitSignal(panel.compared, timeout=JOB_TIMEOUT_MS) as blocker:
         qtbot.mouseClick(panel.run_button, Qt.MouseButton.LeftButton)
@@ -95,7 +95,7 @@ def test_bf16_comparison_heat_chart_answers_and_selection(qtbot, panel, window, 
 
 def test_cancel_stops_the_child(qtbot, panel):
     before = child_pids()
-    choose(panel.candidate, ("on", "device"))
+    choose(panel.candidate, "on:device")
     qtbot.waitUntil(panel.run_button.isEnabled, timeout=5000)
     with qtbot.waitSignal(panel.runner.progress, timeout=60000):
         panel.start()

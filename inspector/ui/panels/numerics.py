@@ -109,7 +109,7 @@ class NumericsPanel(QWidget):
         self.candidate = QComboBox()
         self.candidate.setObjectName("numericsCandidate")
         for label, kind, value in CANDIDATES:
-            self.candidate.addItem(label, (kind, value))
+            self.candidate.addItem(label, f"{kind}:{value}")
         self.candidate.setToolTip("what the reference is compared with")
         self.on_device = QComboBox()
         self.on_device.setToolTip("the candidate's device (the same CPU: another thread count)")
@@ -271,8 +271,12 @@ class NumericsPanel(QWidget):
             self.other.setText(path)
 
     # -- options --
+    def candidate_choice(self) -> tuple[str, str]:
+        kind, _, value = str(self.candidate.currentData() or "precision:bf16").partition(":")
+        return kind, value
+
     def spec(self, trust: bool = False) -> NumericsSpec:
-        kind, value = self.candidate.currentData() or ("precision", "bf16")
+        kind, value = self.candidate_choice()
         if value == "device":
             value = str(self.on_device.currentData() or "cpu")
         elif value == "file":
@@ -285,7 +289,7 @@ class NumericsPanel(QWidget):
 
     def _update_enabled(self) -> None:
         running = self.runner.is_running()
-        kind, value = self.candidate.currentData() or ("precision", "bf16")
+        kind, value = self.candidate_choice()
         self.on_device.setVisible(value == "device")
         self.other.setVisible(value == "file")
         self.browse.setVisible(value == "file")
