@@ -91,8 +91,7 @@ def answers(program: dict[str, Any]) -> list[Answer]:
 
     out = []
     first = program.get("first_over_tolerance")
-    out.append(Answer("First over tolerance", first,
-                      where(first) + (f": {figures(nodes[first])}" if first in nodes else "")))
+    out.append(Answer("First over tolerance", first, where(first)))
     for what in ("nan", "inf"):
         info = program.get(f"first_{what}")
         if isinstance(info, str):  # the CLI's --json spelling
@@ -126,8 +125,8 @@ def numerics_layers(result: dict[str, Any]) -> dict[str, AnnotationLayer]:
             ratio = tolerance_ratio(n)
             value = math.log10(max(ratio, FLOOR)) - math.log10(FLOOR) if math.isfinite(ratio) \
                 else 30.0
-            heat[n["node"]] = Heat(value, f"{n.get('max_abs') or 0:.1e}",
-                                   figures(n))
+            err = n.get("max_abs") or 0.0
+            heat[n["node"]] = Heat(value, f"{err:.1e}" if err else "", figures(n))
             if not n.get("passes"):
                 marks[n["node"]] = Mark(WARNING, "over tolerance: " + figures(n))
         first = p.get("first_over_tolerance")

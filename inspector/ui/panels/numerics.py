@@ -411,6 +411,9 @@ class NumericsPanel(QWidget):
             label = QLabel(f"{answer.label}: {answer.text}")
             label.setTextFormat(Qt.TextFormat.PlainText)
             label.setWordWrap(True)
+            node = next((n for n in program.get("nodes") or [] if n["node"] == answer.node), None)
+            if node is not None:
+                label.setToolTip(plain_tip(figures(node)))
             self.answers_layout.addWidget(label, row, 0)
             if answer.node:
                 go = QToolButton()
