@@ -15,7 +15,8 @@ Pure Python (the job measures, this sums up, tests check the arithmetic alone).
   largest error / the inputs' largest error (None without floating values on both
   sides, and None with `makes_error` true when error appears inside a module fed
   exact inputs).
-- most_amplifying: the module (not the root) with the largest finite amplification,
+- most_amplifying: the module (not the root, nor a wrapper holding every node) with
+  the largest finite amplification,
   or, when none is finite, the first module that makes error from exact inputs.
 """
 
@@ -111,8 +112,12 @@ def _ratio(out: float | None, into: float | None) -> float | None:
 
 
 def most_amplifying(modules: Sequence[dict[str, Any]]) -> str | None:
-    finite = [m for m in modules if m["path"] and m["amplification"] is not None]
+    # the root and the wrappers that hold every node (a model inside its export
+    # wrapper) say nothing about where error grows
+    whole = max((m["nodes"] for m in modules), default=0)
+    modules = [m for m in modules if m["path"] and m["nodes"] < whole]
+    finite = [m for m in modules if m["amplification"] is not None]
     if finite:
         return max(finite, key=lambda m: m["amplification"])["path"]
-    made = [m for m in modules if m["path"] and m.get("makes_error")]
+    made = [m for m in modules if m.get("makes_error")]
     return made[0]["path"] if made else None
