@@ -82,4 +82,6 @@ COMMANDS = (
             "list the devices torch sees (cpu, cuda:N with name/memory/capability, mps)"),
     Command("memory", _P + "memory",
             "memory per node, the peak and where it is, from the archive alone; with --budget: fits?"),
+    Command("graph", _P + "graph",
+            "draw the dataflow of a program or one of its modules (SVG, PNG or JSON boxes and edges)"),
 )
