@@ -183,6 +183,11 @@ def parse_plain(text: str, inp: LayoutInput) -> LevelLayout:
     for r in routes:
         a, b = boxes[r.src], boxes[r.dst]
         r.back = b.y < a.y + a.h
+        # dot rounds to a hundredth of an inch: put the ends back on the sides they
+        # leave and enter (the ports are those sides' middles)
+        (x0, _), (x1, _) = r.points[0], r.points[-1]
+        r.points[0] = (x0, a.y + a.h)
+        r.points[-1] = (x1, b.y)
     return LevelLayout(width, height, boxes, routes)
 
 

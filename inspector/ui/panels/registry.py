@@ -84,6 +84,12 @@ def _shapes(ws: Workspace, services: PanelServices) -> QWidget:
     from inspector.ui.panels.shapes import ShapesPanel
 
     return ShapesPanel(ws)
+def _graph(ws: Workspace, services: PanelServices) -> QWidget:
+    from inspector.ui.panels.graph import GraphPanel
+
+    return GraphPanel(ws)
+
+
 def _weights(ws: Workspace, services: PanelServices) -> QWidget:
     from inspector.ui.panels.weights import WeightsPanel
 
@@ -99,4 +105,5 @@ PANELS: list[PanelSpec] = [
     PanelSpec("weights", "Weights", _weights, "bottom"),
     PanelSpec("profile", "Profile", _profile, "bottom"),
     PanelSpec("numerics", "Numerics", _numerics, "bottom"),
+    PanelSpec("graph", "Graph", _graph, "right"),
 ]
