@@ -1,0 +1,125 @@
+"""The Graph panel on the demo toy (a real torch export of the tiny ViT+GPT-2 toy):
+the same picture as `pt2-inspector graph --json` (a real child process), a click on a
+node's box moves the listing to that node's line, `show_node` opens the groups
+holding a node and centres on it, Enter/Backspace open and close, arrows follow
+edges, and the layout never runs on the GUI thread."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+
+from inspector.core.graph_layout import dot_available
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "resources" / "demo" / "toy-tiny.pt2"
+
+pytestmark = pytest.mark.skipif(not dot_available(), reason="Graphviz dot is not installed")
+
+
+@pytest.fixture
+def graph_panel(qtbot, window, open_wait):
+    tab = open_wait(DEMO)
+    panel = window.job_panels["graph"]
+    dock = window.job_panels.docks["graph"]
+    dock.show()
+    dock.raise_()
+    qtbot.waitUntil(lambda: panel.picture() is not None, timeout=60000)
+    return window, tab, panel
+
+
+def _wait_picture(qtbot, panel, check) -> None:
+    qtbot.waitUntil(lambda: panel.picture() is not None and check(panel.picture()),
+                    timeout=60000)
+
+
+def test_the_panel_draws_what_the_graph_command_lays_out(graph_panel) -> None:
+    window, tab, panel = graph_panel
+    pic = panel.picture()
+    proc = subprocess.run([sys.executable, "-m", "inspector", "graph", str(DEMO), "--program",
+                           "decoder", "--depth", "2", "--json"], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    cli = json.loads(proc.stdout)
+    # the first picture opens the chain of sole groups: the toy's root holds only `decoder`
+    assert {b.id for b in pic.boxes if b.open} == {"m:decoder"}
+    assert [(b.id, round(b.x, 1), round(b.y, 1), round(b.w, 1), round(b.h, 1))
+            for b in pic.boxes] == [(b["id"], round(b["x"], 1), round(b["y"], 1),
+                                     round(b["w"], 1), round(b["h"], 1)) for b in cli["boxes"]]
+    assert [(e.src, e.dst) for e in pic.edges] == [(e["from"], e["to"]) for e in cli["edges"]]
+    # every box and edge is on the scene
+    assert set(panel.view.items_by_id) == {b.id for b in pic.boxes}
+
+
+def test_a_click_on_a_node_box_moves_the_listing_there(qtbot, graph_panel) -> None:
+    window, tab, panel = graph_panel
+    view = panel.view
+    item = view.items_by_id["n:sym_size_int_18"]
+    view.centerOn(item)
+    pos = view.mapFromScene(item.sceneBoundingRect().center())
+    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=pos)
+    doc_view = tab.view
+    node = next(n for n in doc_view.program.graph.nodes if n.name == "sym_size_int_18")
+    qtbot.waitUntil(lambda: tab.listing.current_line() == doc_view.listing.line_of(node),
+                    timeout=5000)
+    assert view.selected == "n:sym_size_int_18"
+
+
+def test_show_node_opens_the_groups_holding_it_and_centres_on_it(qtbot, graph_panel) -> None:
+    window, tab, panel = graph_panel
+    panel.show_node("split")  # in decoder.transformer.h.0.attn
+    _wait_picture(qtbot, panel, lambda pic: pic.box("n:split") is not None)
+    qtbot.waitUntil(lambda: panel.view.selected == "n:split", timeout=5000)
+    pic = panel.picture()
+    assert {"m:decoder", "m:decoder.transformer", "m:decoder.transformer.h.0",
+            "m:decoder.transformer.h.0.attn"} <= {b.id for b in pic.boxes if b.open}
+    item = panel.view.items_by_id["n:split"]
+    seen = panel.view.mapToScene(panel.view.viewport().rect()).boundingRect()
+    assert seen.contains(item.sceneBoundingRect().center())
+
+
+def test_enter_opens_backspace_closes_arrows_follow_edges(qtbot, graph_panel) -> None:
+    window, tab, panel = graph_panel
+    view = panel.view
+    view.setFocus()
+    view.select("m:decoder.transformer")
+    qtbot.keyClick(view, Qt.Key.Key_Return)
+    _wait_picture(qtbot, panel, lambda pic: pic.box("m:decoder.transformer").open)
+    assert panel.picture().box("m:decoder.transformer.h.0") is not None
+    # Down from a box goes to a box it feeds (an edge of the picture), Up back to one
+    # feeding it
+    view.select("n:view")
+    qtbot.keyClick(view, Qt.Key.Key_Down)
+    edges = {(e.src, e.dst) for e in panel.picture().edges}
+    assert ("n:view", view.selected) in edges
+    below = view.selected
+    qtbot.keyClick(view, Qt.Key.Key_Up)
+    assert (view.selected, below) in edges
+    # Backspace on a box inside the open group closes the group
+    view.select("m:decoder.transformer.h.0")
+    qtbot.keyClick(view, Qt.Key.Key_Backspace)
+    _wait_picture(qtbot, panel, lambda pic: not pic.box("m:decoder.transformer").open)
+    assert panel.picture().box("m:decoder.transformer.h.0") is None
+
+
+def test_layout_runs_off_the_gui_thread(qtbot, graph_panel, monkeypatch) -> None:
+    import inspector.core.graph_picture as gp
+
+    window, tab, panel = graph_panel
+    threads: list[threading.Thread] = []
+    real = gp.GraphPicture.picture
+
+    def spy(self, *args, **kwargs):
+        threads.append(threading.current_thread())
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(gp.GraphPicture, "picture", spy)
+    panel.open_box("m:decoder.transformer")
+    _wait_picture(qtbot, panel, lambda pic: pic.box("m:decoder.transformer").open)
+    assert threads and all(t is not threading.main_thread() for t in threads)
