@@ -20,7 +20,7 @@ from inspector.core.graph_layout import dot_available
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "resources" / "demo" / "toy-tiny.pt2"
 
-pytestmark = pytest.mark.skipif(not dot_available(), reason="Graphviz dot is not installed")
+pytestmark = pytest.mark.skipif(not dot_available(), reason="needs Graphviz's dot (apt install graphviz)")
 
 
 @pytest.fixture
@@ -123,3 +123,28 @@ def test_layout_runs_off_the_gui_thread(qtbot, graph_panel, monkeypatch) -> None
     panel.open_box("m:decoder.transformer")
     _wait_picture(qtbot, panel, lambda pic: pic.box("m:decoder.transformer").open)
     assert threads and all(t is not threading.main_thread() for t in threads)
+
+
+def test_moving_in_the_listing_centres_the_picture_on_that_node(qtbot, graph_panel) -> None:
+    window, tab, panel = graph_panel
+    doc_view = tab.view
+    node = next(n for n in doc_view.program.graph.nodes if n.name == "scaled_dot_product_attention_1")
+    tab.jump_to(doc_view.listing.line_of(node))  # the listing's cursor, as a user moves it
+    qtbot.waitUntil(lambda: panel.view.selected == "n:scaled_dot_product_attention_1",
+                    timeout=60000)
+    pic = panel.picture()
+    holder = pic.box(pic.box("n:scaled_dot_product_attention_1").parent)
+    from inspector.core.frames import module_path
+
+    assert holder.open and holder.box.module == module_path(node.nn_module_stack)
+    seen = panel.view.mapToScene(panel.view.viewport().rect()).boundingRect()
+    assert seen.contains(panel.view.items_by_id["n:scaled_dot_product_attention_1"]
+                         .sceneBoundingRect().center())
+
+
+def test_a_module_picked_is_selected_in_the_picture(qtbot, graph_panel) -> None:
+    window, tab, panel = graph_panel
+    panel.workspace.selection.select_module("decoder.transformer.h.1.mlp")
+    qtbot.waitUntil(lambda: panel.view.selected == "m:decoder.transformer.h.1.mlp",
+                    timeout=60000)
+    assert panel.picture().box("m:decoder.transformer.h.1").open

@@ -21,7 +21,7 @@ TOY = ROOT / "resources" / "demo" / "toy-tiny.pt2"
 FIXTURES = sorted((ROOT / "tests" / "data").glob("*/*.pt2"))
 EPS = 1.0  # px: dot writes two decimals of an inch
 
-pytestmark = pytest.mark.skipif(not dot_available(), reason="Graphviz dot is not installed")
+pytestmark = pytest.mark.skipif(not dot_available(), reason="needs Graphviz's dot (apt install graphviz)")
 
 
 def check_picture(pic: Picture) -> int:

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (QComboBox, QDockWidget, QHBoxLayout, QToolButton,
 from inspector.core.graph_model import MODULE, SUBGRAPH, ProgramGraphs
 from inspector.core.graph_picture import GraphPicture, Picture
 from inspector.ui.plain import ElidedLabel, shown
+from inspector.ui.selection import MODULE_CHANGED, PLACE
 from inspector.ui.widgets.graph_view import GraphView
 from inspector.ui.widgets.status_area import StatusArea
 from inspector.ui.widgets.theme import is_dark
@@ -63,7 +64,7 @@ class GraphPanel(QWidget):
         self.doc: Document | None = None
         self.program: str | None = None
         self._states: dict[tuple[int, str], _State] = {}
-        self._pending_node: str | None = None  # to select once the picture is there
+        self._pending_box: str | None = None  # to select once the picture is there
         self._dock: QDockWidget | None = None
         self._dock_shown = True
         self._build()
@@ -71,6 +72,8 @@ class GraphPanel(QWidget):
         ws.currentChanged.connect(self._follow)
         ws.documentClosed.connect(self._closed)
         ws.programLoaded.connect(self._loaded)
+        self.selection = ws.selection
+        self.selection.changed.connect(self._selection_changed)
         self._follow(ws.current)
 
     def _build(self) -> None:
@@ -142,6 +145,16 @@ class GraphPanel(QWidget):
     def _loaded(self, doc: Document, view) -> None:
         if doc is self.doc and view.name == self.program:
             self._refresh()
+
+    def _selection_changed(self, aspects: frozenset[str]) -> None:
+        """The listing moved (or a module was picked): the picture follows, when shown."""
+        sel = self.selection
+        if sel.document is not self.doc or sel.program != self.program or not self.is_shown():
+            return
+        if PLACE in aspects and sel.node and f"n:{sel.node}" != self.view.selected:
+            self.show_node(sel.node)
+        elif MODULE_CHANGED in aspects and sel.module:
+            self.show_module(sel.module)
 
     def _shown(self, program: str) -> None:
         if program and self.programs.findText(program) >= 0:
@@ -231,9 +244,9 @@ class GraphPanel(QWidget):
             self.view.fit()
         self._describe(pic)
         self.status_area.clear()
-        if self._pending_node is not None:
-            name, self._pending_node = self._pending_node, None
-            self.view.select(f"n:{name}")
+        if self._pending_box is not None:
+            box_id, self._pending_box = self._pending_box, None
+            self.view.select(box_id)
 
     def _failed(self, message: str, details: str) -> None:
         self.status_area.set_status(message, error=True, details=details)
@@ -288,6 +301,23 @@ class GraphPanel(QWidget):
         if box is not None and box.box.node and self.doc is not None and self.program:
             self.workspace.select_node(self.program, box.box.node, self.doc)
 
+    def show_module(self, path: str) -> None:
+        """A module was picked (module tree, Details): open what holds it, select its box."""
+        st = self.state()
+        if st is None:
+            return
+        model = st.graphs.model("")
+        info = model.modules.get(path)
+        if info is None:
+            return
+        chain = set()
+        up = info.parent
+        while up:
+            chain.add(up)
+            up = model.modules[up].parent
+        self._pending_box = f"m:{path}"
+        self._lay_out("", (st.opened if st.graph == "" else frozenset()) | chain)
+
     def show_node(self, node: str) -> None:
         """The listing is at `node`: open the groups holding it and centre on it."""
         st = self.state()
@@ -302,5 +332,5 @@ class GraphPanel(QWidget):
                 and box_id in self.view.items_by_id:
             self.view.select(box_id)
             return
-        self._pending_node = node
+        self._pending_box = box_id
         self._lay_out(graph, (st.opened if graph == st.graph else frozenset()) | set(chain))
