@@ -200,8 +200,11 @@ def check_program(program: Any, ep: Any) -> int:
     return checked
 
 
+@pytest.mark.timeout(1800)  # exporting the corpus: ~5 min on a loaded 2-core machine
 def test_levels_have_torchs_edges_on_the_corpus(corpus) -> None:
-    import transformers  # noqa: F401 - registers the HF output types with pytree
+    # defining the HF output types registers them with pytree (`import transformers`
+    # alone is lazy: it defines them only once a model was built in this process)
+    import transformers.modeling_outputs  # noqa: F401
     from torch.export.pt2_archive._package import load_pt2
 
     path, names = corpus
