@@ -32,7 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE", help=".pt2 archive")
     parser.add_argument("--program", metavar="NAME", help="the program (default: the first one)")
     parser.add_argument("--graph", metavar="SUB", default="",
-                        help="a control-flow subgraph of the program (true_graph_0, ...)")
+                        help="a control-flow subgraph of the program (true_graph_0, true_graph_0.false_graph_0 "
+                        "for one inside it, ...)")
     parser.add_argument("--module", metavar="PATH", default="",
                         help="the module to draw, e.g. decoder.transformer.h.0 (default: all)")
     parser.add_argument("--depth", metavar="N", type=int, default=1,
@@ -82,7 +83,9 @@ def run(args: argparse.Namespace) -> int:
             raise GraphCommandError(f"{source} holds no program to draw")
         name = args.program or names[0]
         program = archive.program(name)  # a clear error for an unknown name
-    graphs = [g.name for g in program.graphs()]
+    from inspector.core.graph_model import graph_paths
+
+    graphs = list(graph_paths(program))
     if args.graph not in graphs:
         raise GraphCommandError(f"program {name!r} has no subgraph {args.graph!r} "
                                 f"(it has: {', '.join(g for g in graphs if g) or 'none'})")

@@ -13,7 +13,7 @@ values it carries. A child module's edges are therefore the union of its members
 edges that cross its boundary. Levels depend on their module alone, so each is
 computed once and expanding a child only asks for the child's level.
 
-Box ids are stable text: `n:<node>`, `m:<module path>`, `g:<subgraph>`,
+Box ids are stable text: `n:<node>`, `m:<module path>`, `g:<subgraph path>`,
 `in:<scope>:<value>`, `out:<scope>:<value>`.
 """
 
@@ -37,7 +37,7 @@ class Box:
     detail: str = ""  # the output's dtype and shape, the module's class and size
     node: str | None = None  # the node's name in the file (NODE)
     module: str | None = None  # the module path (MODULE)
-    graph: str | None = None  # the subgraph's name (SUBGRAPH)
+    graph: str | None = None  # the subgraph's path (SUBGRAPH; graph_paths)
     value: str | None = None  # the value an INPUT/OUTPUT box stands for
     count: int = 0  # nodes inside (MODULE, SUBGRAPH)
     # an INPUT that is a parameter, buffer or constant: the picture folds it into
@@ -54,7 +54,7 @@ class Edge:
 
 @dataclass
 class Level:
-    graph: str  # "" for the program's top graph
+    graph: str  # the graph's path: "" for the program's top graph
     scope: str  # module path, "" for the graph's root
     boxes: dict[str, Box]
     edges: list[Edge]
@@ -87,6 +87,21 @@ def _module_chain(text: str | None, cache: dict) -> tuple[tuple[str, str], ...]:
     return chain
 
 
+def graph_paths(program: Program) -> dict[str, Graph]:
+    """Each graph of a program under its path: "" the top graph, a subgraph under the
+    names leading to it (`true_graph_0.false_graph_0`: nested graphs reuse names, as
+    FX's submodules of submodules do)."""
+    out: dict[str, Graph] = {}
+
+    def walk(graph: Graph, path: str) -> None:
+        out.setdefault(path, graph)
+        for sub in graph.subgraphs:
+            walk(sub, f"{path}.{sub.name}" if path else sub.name)
+
+    walk(program.graph, "")
+    return out
+
+
 class GraphModel:
     """One graph of a program (its top graph, or a control-flow subgraph) as levels.
 
@@ -95,10 +110,12 @@ class GraphModel:
 
     def __init__(self, program: Program, graph: str = "",
                  namer: Callable[[str, str], str] | None = None) -> None:
-        found = next((g for g in program.graphs() if g.name == graph), None)
+        self._paths = graph_paths(program)
+        found = self._paths.get(graph)
         if found is None:
             raise KeyError(graph)
         self.program = program
+        self.path = graph  # the graph's path (graph_paths)
         self.graph: Graph = found
         self._namer = namer or (lambda _g, name: name)
         self._levels: dict[tuple[str, bool], Level] = {}
@@ -182,16 +199,6 @@ class GraphModel:
         chain, d = self.chains[index], self.depth(scope)
         return f"n:{self.nodes[index].name}" if len(chain) == d else f"m:{chain[d]}"
 
-    def scope_of(self, node_name: str) -> tuple[str, ...]:
-        """The modules holding a node, outermost first (what to open to see it)."""
-        for i, node in enumerate(self.nodes):
-            if node.name == node_name:
-                return self.chains[i]
-        raise KeyError(node_name)
-
-    def node_index(self) -> dict[str, int]:
-        return {n.name: i for i, n in enumerate(self.nodes)}
-
     # --- levels -----------------------------------------------------------------------
 
     def level(self, scope: str = "", flat: bool = False) -> Level:
@@ -225,9 +232,10 @@ class GraphModel:
                 if box not in boxes:
                     boxes[box] = self._node_box(box, node)
                 for g in self._subgraphs[i]:
-                    gid = f"g:{g}"
+                    sub = f"{self.path}.{g}" if self.path else g
+                    gid = f"g:{sub}"
                     if gid not in boxes:
-                        boxes[gid] = self._subgraph_box(gid, g)
+                        boxes[gid] = self._subgraph_box(gid, sub, g)
                     edge(gid, box, g)
             else:
                 box = f"m:{chain[d]}"
@@ -259,7 +267,7 @@ class GraphModel:
                     boxes.setdefault(src, self._port_box(src, INPUT, value))
                     boxes.setdefault(dst, self._port_box(dst, OUTPUT, value))
                     edge(src, dst, value)
-        return Level(self.graph.name, scope, boxes, list(edges.values()))
+        return Level(self.path, scope, boxes, list(edges.values()))
 
     # --- boxes ------------------------------------------------------------------------
 
@@ -287,10 +295,11 @@ class GraphModel:
         return Box(box, MODULE, name, f"{info.cls} · {info.count} nodes", module=path,
                    count=info.count)
 
-    def _subgraph_box(self, box: str, graph: str) -> Box:
-        sub = next((g for g in self.program.graphs() if g.name == graph), None)
+    def _subgraph_box(self, box: str, path: str, name: str) -> Box:
+        sub = self._paths.get(path)
         count = len(sub.nodes) if sub is not None else 0
-        return Box(box, SUBGRAPH, graph, f"subgraph · {count} nodes", graph=graph, count=count)
+        return Box(box, SUBGRAPH, name, f"subgraph · {count} nodes",
+                   graph=path if sub is not None else None, count=count)
 
     def _port_box(self, box: str, kind: str, value: str) -> Box:
         return Box(box, kind, self._namer(self.graph.name, value), self.value_text(value),
@@ -304,9 +313,11 @@ class ProgramGraphs:
         self.program = program
         self._namer = namer
         self._models: dict[str, GraphModel] = {}
+        self._where: dict[str, tuple[str, int]] | None = None
 
     def graph_names(self) -> list[str]:
-        return [g.name for g in self.program.graphs()]
+        """The graphs' paths (graph_paths), the top graph "" first."""
+        return list(graph_paths(self.program))
 
     def model(self, graph: str = "") -> GraphModel:
         model = self._models.get(graph)
@@ -315,9 +326,16 @@ class ProgramGraphs:
         return model
 
     def find_node(self, name: str) -> tuple[str, tuple[str, ...]] | None:
-        """(graph, modules holding it) of a node; None when no graph has it."""
-        for g in self.program.graphs():
-            for node in g.nodes:
-                if node.name == name:
-                    return g.name, self.model(g.name).scope_of(name)
-        return None
+        """(graph path, modules holding it) of a node; None when no graph has it. The
+        names are indexed once (the listing's cursor asks at every move)."""
+        if self._where is None:
+            where: dict[str, tuple[str, int]] = {}
+            for path, g in graph_paths(self.program).items():
+                for i, node in enumerate(g.nodes):
+                    where.setdefault(node.name, (path, i))
+            self._where = where
+        found = self._where.get(name)
+        if found is None:
+            return None
+        path, index = found
+        return path, self.model(path).chains[index]

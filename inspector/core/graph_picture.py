@@ -99,7 +99,7 @@ class GraphPicture:
         edges: list[PictureEdge] = []
         self._flatten(tree, 0.0, 0.0, None, boxes, edges)
         lay = tree[1]
-        return Picture(self.model.graph.name, scope, lay.width, lay.height, boxes, edges,
+        return Picture(self.model.path, scope, lay.width, lay.height, boxes, edges,
                        stats[0], stats[1])
 
     # --- laying out, bottom up --------------------------------------------------------
@@ -116,7 +116,7 @@ class GraphPicture:
                 sizes[f"m:{child}"] = (max(lay.width + 2 * FRAME_PAD, 120.0),
                                        lay.height + TITLE_H + FRAME_PAD)
         inp = layout_input(level, sizes)
-        key = (self.model.graph.name, scope, inp.key())
+        key = (self.model.path, scope, inp.key())
         lay = self._cache.get(key)
         if lay is None:
             start = time.perf_counter()

@@ -25,7 +25,7 @@ import graph_corpus
 import pytest
 
 from inspector.core.archive import open_archive
-from inspector.core.graph_model import GraphModel
+from inspector.core.graph_model import GraphModel, graph_paths
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 EXPORTDB = ["cond_operands", "cond_branch_nested_function", "dynamic_shape_map", "list_unpack",
@@ -63,8 +63,9 @@ def _fx_chain(node: Any) -> list[str]:
 class FxSide:
     """One FX graph with each node matched to the file's node (or input) it stands for."""
 
-    def __init__(self, fx_graph: Any, graph: Any) -> None:
+    def __init__(self, fx_graph: Any, graph: Any, path: str) -> None:
         self.fx = fx_graph
+        self.prefix = f"{path}." if path else ""  # get_attr targets are relative
         fx_nodes = list(fx_graph.nodes)
         placeholders = [n for n in fx_nodes if n.op == "placeholder"]
         assert len(placeholders) == len(graph.inputs)
@@ -130,7 +131,7 @@ class FxSide:
         if len(chain) > d:
             return ("m", chain[d])
         if n.op == "get_attr":
-            return ("g", str(n.target))
+            return ("g", self.prefix + str(n.target))
         return ("n", self.key[n][1])
 
     def edges(self, scope: str) -> set[tuple]:
@@ -175,26 +176,21 @@ def our_edges(model: GraphModel, scope: str) -> set[tuple]:
     return {(key(e.src), key(e.dst)) for e in model.level(scope).edges}
 
 
-def _fx_graph_of(gm: Any, name: str) -> Any:
-    """The FX graph module of subgraph `name` (searched below gm, nested ones too)."""
-    if not name:
-        return gm
-    for mod_name, mod in gm.named_modules():
-        if mod_name.rsplit(".", 1)[-1] == name and hasattr(mod, "graph"):
-            return mod
-    raise KeyError(name)
+def _fx_graph_of(gm: Any, path: str) -> Any:
+    """The FX graph module of the subgraph at `path` (`true_graph_0.false_graph_0`)."""
+    return gm.get_submodule(path) if path else gm
 
 
 def check_program(program: Any, ep: Any) -> int:
     """Every level of every graph; the number of levels checked."""
     checked = 0
-    for graph in program.graphs():
-        model = GraphModel(program, graph.name)
-        fx = FxSide(_fx_graph_of(ep.graph_module, graph.name).graph, graph)
-        assert set(model.modules) == set(fx.depth), graph.name
+    for path, graph in graph_paths(program).items():
+        model = GraphModel(program, path)
+        fx = FxSide(_fx_graph_of(ep.graph_module, path).graph, graph, path)
+        assert set(model.modules) == set(fx.depth), path
         for scope in ["", *model.modules]:
             theirs, ours = fx.edges(scope), our_edges(model, scope)
-            assert ours == theirs, (program.name, graph.name, scope,
+            assert ours == theirs, (program.name, path, scope,
                                     sorted(ours - theirs)[:5], sorted(theirs - ours)[:5])
             checked += 1
     return checked

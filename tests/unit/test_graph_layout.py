@@ -13,7 +13,7 @@ import pytest
 
 from inspector.core.archive import open_archive
 from inspector.core.graph_layout import dot_available
-from inspector.core.graph_model import GraphModel
+from inspector.core.graph_model import GraphModel, graph_paths
 from inspector.core.graph_picture import GraphPicture, Picture
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,8 +91,8 @@ def test_every_level_of_the_toy_decoder_and_encoder() -> None:
 def test_release_fixtures_open_to_every_depth(path: Path) -> None:
     with open_archive(path) as ar:
         program = ar.program(ar.program_names[0])
-    for graph in program.graphs():
-        painter = GraphPicture(GraphModel(program, graph.name))
+    for path in graph_paths(program):
+        painter = GraphPicture(GraphModel(program, path))
         for depth in (1, 2, 8):
             check_picture(painter.picture("", painter.opened_to_depth("", depth)))
 

@@ -12,6 +12,7 @@ an older one's result. Nothing is computed while the panel is hidden.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 from PySide6.QtWidgets import (QComboBox, QDockWidget, QHBoxLayout, QToolButton,
@@ -39,6 +40,9 @@ class _State:
     graph: str = ""  # "" the top graph, else a control-flow subgraph
     opened: frozenset[str] = frozenset()
     started: bool = False  # the first picture opened the sole children
+    # one layout of a program at a time: a cancelled task may still be running when
+    # the next starts, and both would fill the same caches
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def painter(self, graph: str) -> GraphPicture:
         p = self.painters.get(graph)
@@ -47,13 +51,30 @@ class _State:
         return p
 
 
-def _lay_out(state: _State, graph: str, opened: frozenset[str] | None) -> tuple:
+def _lay_out(state: _State, graph: str, opened: frozenset[str] | None,
+             node: str | None = None) -> tuple | None:
     """On the pool: the picture of `graph` with `opened` groups open (None: the first
-    picture, the sole children open)."""
+    picture, the sole children open); with `node`: the picture that shows that node
+    (its graph, the groups holding it opened too); None when no graph has it. Finding
+    a node indexes the names once, building a graph's model reads all its nodes: both
+    too slow for the GUI thread on a big program."""
+    with state.lock:
+        return _lay_out_locked(state, graph, opened, node)
+
+
+def _lay_out_locked(state: _State, graph: str, opened: frozenset[str] | None,
+                    node: str | None) -> tuple | None:
+    if node is not None:
+        found = state.graphs.find_node(node)
+        if found is None:
+            return None
+        where, chain = found
+        opened = (opened if where == graph and opened is not None else frozenset()) | set(chain)
+        graph = where
     painter = state.painter(graph)
     if opened is None:
         opened = painter.sole_children()
-    return graph, opened, painter.picture("", opened)
+    return graph, frozenset(opened), painter.picture("", opened)
 
 
 class GraphPanel(QWidget):
@@ -219,13 +240,13 @@ class GraphPanel(QWidget):
                 return
             self._lay_out(st.graph, st.opened if st.started else None)
 
-    def _lay_out(self, graph: str, opened: frozenset[str] | None) -> None:
+    def _lay_out(self, graph: str, opened: frozenset[str] | None, node: str | None = None) -> None:
         st, doc = self.state(), self.doc
         if st is None or doc is None:
             return
         self.status_area.set_status("laying out…")
         program = self.program
-        doc.tasks.start(_lay_out, st, graph, opened, key=TASK_KEY,
+        doc.tasks.start(_lay_out, st, graph, opened, node, key=TASK_KEY,
                         on_done=lambda result, d=doc, p=program: self._laid_out(d, p, result),
                         on_fail=self._failed)
 
@@ -233,7 +254,9 @@ class GraphPanel(QWidget):
         if doc is not self.doc or program != self.program:
             return  # the panel moved on meanwhile
         st = self.state()
-        if st is None:
+        if st is None or result is None:
+            self.status_area.clear()
+            self._pending_box = None
             return
         graph, opened, pic = result
         keep = self.view.picture is not None and st.graph == graph
@@ -323,14 +346,9 @@ class GraphPanel(QWidget):
         st = self.state()
         if st is None:
             return
-        found = st.graphs.find_node(node)
-        if found is None:
-            return
-        graph, chain = found
         box_id = f"n:{node}"
-        if graph == st.graph and set(chain) <= st.opened and self.view.picture is not None \
-                and box_id in self.view.items_by_id:
+        if box_id in self.view.items_by_id:  # on the picture already
             self.view.select(box_id)
             return
         self._pending_box = box_id
-        self._lay_out(graph, (st.opened if graph == st.graph else frozenset()) | set(chain))
+        self._lay_out(st.graph, st.opened, node)
