@@ -253,10 +253,20 @@ MAX_SCAN_BYTES = 1_400 * 1024 * 1024
 # defines (100,595 for the 100k-node program), so twice the node limit is more
 # than any program has; records cost little here (one copy per distinct text),
 # but each is a key the listing, search and audit may look up.
-MAX_TENSOR_RECORDS = 2 * full.MAX_NODES
+MAX_TENSOR_RECORDS = 2 * 2 * full.MAX_NODES  # twice the most nodes (HEAVY_NODE_FACTOR)
 # What the tensor records' scan costs at most per byte of their text (its key,
 # its span, the dict's slot: measured by tests/unit/test_lean_program.py).
 _RECORD_COST_PER_BYTE = 24
+# Nodes per program: past full.MAX_NODES a program opens only if its nodes are
+# heavy, making at least LIGHT_NODE_VALUES JSON values each on average (a real
+# model's make ~25: stack traces, module stacks, tensor arguments; the cheapest
+# hostile ones 6-14, the time bomb the node limit is there for), up to
+# HEAVY_NODE_FACTOR x the limit; memory stays bounded by MAX_MODEL_VALUES and
+# MAX_SCAN_BYTES either way. Padding nodes to 20 values to pass costs a bomb
+# author ~5x the text per node, and MAX_MODEL_VALUES holds such a program to
+# 600,000 nodes (~1.5x the time of the node limit's).
+LIGHT_NODE_VALUES = 20
+HEAVY_NODE_FACTOR = 2
 # Text beside the graph module when the top level holds keys torch does not
 # write: decoded as a mapping (up to ~24x its size), else for the full parse.
 MAX_UNKNOWN_TOP_BYTES = 16 * 1024 * 1024
@@ -289,6 +299,7 @@ def parse_program_lean(data: bytes, name: str, held: int = 0) -> tuple[Program, 
                     for t in part.values()))
     columns = _NodeColumns(raw_nodes, interned.strings, budget)
     node_values = columns.charge(budget)
+    _check_light_nodes(len(raw_nodes), node_values, where)
     records, record_values = _compact_records(raw_records, budget)
     values = node_values + record_values + sum(
         _count(t) for part in (small_top, small_gm, small_graph) for t in part.values())
@@ -308,17 +319,29 @@ def parse_program_lean(data: bytes, name: str, held: int = 0) -> tuple[Program, 
     return program, values
 
 
+def _check_light_nodes(count: int, values: int, where: str) -> None:
+    """Past full.MAX_NODES, only nodes as heavy as a real model's (LIGHT_NODE_VALUES)."""
+    if count > full.MAX_NODES and values < LIGHT_NODE_VALUES * count:
+        raise ArchiveError(
+            f"{where} has {count:,} nodes of about {values / count:.0f} JSON values each, over "
+            f"the limit of {full.MAX_NODES:,} nodes per program for nodes that light (a real "
+            f"model's make ~25 each and open up to {HEAVY_NODE_FACTOR * full.MAX_NODES:,}, "
+            f"within the memory budget; set {full.NODE_LIMIT_ENV}=N to raise the limit)")
+
+
 def _scan(data: bytes, where: str) -> tuple[dict[str, bytes], _RawGraphModule, int]:
     """(the top level's small parts as text, the graph module as spans, the bytes
     of MAX_SCAN_BYTES left): one scan of the text when its top level holds only
     torch's keys (a 200 MB program: ~0.2 s a scan), more otherwise. Makes at
     most MAX_NODES node structs, within the budget (past either: ArchiveError)."""
-    nodes = (full.MAX_NODES, f"{where} has more than {full.MAX_NODES:,} nodes, over the limit "
-                             f"of {full.MAX_NODES:,} nodes per program",
+    most = HEAVY_NODE_FACTOR * full.MAX_NODES
+    nodes = (most, f"{where} has more than {most:,} nodes, over the limit of {most:,} nodes "
+                   f"per program ({HEAVY_NODE_FACTOR}x {full.MAX_NODES:,} for nodes as heavy as "
+                   f"a real model's; set {full.NODE_LIMIT_ENV}=N to raise {full.MAX_NODES:,})",
              MAX_SCAN_BYTES - len(data), _over_budget(where))
-    # nodes charge their bytes only where the most MAX_NODES nodes can cost could
-    # pass the budget (a text over ~900 MB); else counting them bounds them
-    charged = len(data) + full.MAX_NODES * _NODE_MOST > MAX_SCAN_BYTES
+    # nodes charge their bytes only where the most nodes can cost could pass the
+    # budget (a text over ~900 MB); else counting them bounds them
+    charged = len(data) + most * _NODE_MOST > MAX_SCAN_BYTES
     top_decoder, gm_decoder = _CHARGED[charged]
 
     def room(gm: _RawGraphModule) -> int:
@@ -665,7 +688,8 @@ def _lean_graph(small: dict[str, Any], columns: _NodeColumns, records: dict[str,
     gw = f"{where}, graph main"
     # the graph without its nodes and tensor records, through the full parser
     counter = [len(columns)]
-    graph = full._parse_graph(small, "", 0, counter, where)
+    most = HEAVY_NODE_FACTOR * full.MAX_NODES  # its nodes passed _check_light_nodes
+    graph = full._parse_graph(small, "", 0, counter, where, limit=most)
     values = LazyTensorValues(records, gw, interned)
     graph.tensor_values = values  # type: ignore[assignment]  # a read-only Mapping
     # a symbolic size: its hint and its symbols count now (each distinct text
@@ -693,7 +717,7 @@ def _lean_graph(small: dict[str, Any], columns: _NodeColumns, records: dict[str,
                 sub_name = str(inp.arg.value.get("name", f"subgraph_{len(graph.subgraphs)}"))
                 graph.subgraphs.append(full._parse_graph(
                     inp.arg.value.get("graph"), sub_name, 1, counter, where,
-                    interned.strings))
+                    interned.strings, most))
     return graph
 
 

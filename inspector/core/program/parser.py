@@ -9,6 +9,8 @@ ArchiveError naming where they are; an unknown argument kind is kept.
 
 from __future__ import annotations
 
+import os
+
 import re
 from sys import intern
 from typing import Any
@@ -39,7 +41,24 @@ from inspector.core.symbolic import render_expr
 # CPU, against a promise of 20 s per hostile file. The genuine 400,000-node
 # program of tests/benchmarks/bench_lean.py is admitted (unrolled
 # mixture-of-experts models, 61 layers x 256 experts, pass 150,000).
-MAX_NODES = 400_000
+# The limit applies as such to light nodes only (program/lean.py: a real program's
+# nodes make ~25 JSON values each, the cheapest hostile ones ~6-14); a program of
+# heavier nodes opens up to twice as many, within the lean model's memory budget
+# (MAX_MODEL_VALUES), so a real model a few nodes past a round number does not
+# fall off a cliff. NODE_LIMIT_ENV raises it (e.g. PT2I_MAX_NODES=1000000), for
+# this process and the jobs it starts.
+NODE_LIMIT_ENV = "PT2I_MAX_NODES"
+
+
+def _node_limit(default: int = 400_000) -> int:
+    try:
+        value = int(os.environ.get(NODE_LIMIT_ENV, default))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+MAX_NODES = _node_limit()
 # Control-flow subgraphs nest a few levels in practice (cond inside map inside
 # while_loop...). Deeper is hostile, and the listing recurses per level.
 MAX_GRAPH_NESTING = 32
@@ -104,14 +123,17 @@ def assemble_program(doc: dict, gm: dict, graph: Graph, name: str, where: str,
     )
 
 
-def check_node_count(count: int, where: str) -> None:
-    if count > MAX_NODES:
-        raise ArchiveError(f"{where} has more than {MAX_NODES:,} nodes, over the limit of "
-                           f"{MAX_NODES:,} nodes per program")
+def check_node_count(count: int, where: str, limit: int | None = None) -> None:
+    """`limit`: the lean parse's, for nodes it found as heavy as a real model's."""
+    limit = MAX_NODES if limit is None else limit
+    if count > limit:
+        raise ArchiveError(f"{where} has more than {limit:,} nodes, over the limit of "
+                           f"{limit:,} nodes per program (set {NODE_LIMIT_ENV}=N to "
+                           "raise it)")
 
 
 def _parse_graph(g: Any, name: str, depth: int, counter: list[int], where: str,
-                 strings: dict[str, str] | None = None) -> Graph:
+                 strings: dict[str, str] | None = None, limit: int | None = None) -> Graph:
     if depth > MAX_GRAPH_NESTING:
         raise ArchiveError(f"{where}: control-flow graphs nest deeper than the limit of "
                            f"{MAX_GRAPH_NESTING} levels")
@@ -120,7 +142,7 @@ def _parse_graph(g: Any, name: str, depth: int, counter: list[int], where: str,
     gw = f"{where}, graph {name or 'main'}"
     raw_nodes = _list(g.get("nodes"), gw, "nodes")
     counter[0] += len(raw_nodes)
-    check_node_count(counter[0], where)
+    check_node_count(counter[0], where, limit)
     graph = Graph(
         name=name,
         inputs=[_argument(a, gw) for a in _list(g.get("inputs"), gw, "inputs")],
@@ -165,7 +187,7 @@ def _parse_graph(g: Any, name: str, depth: int, counter: list[int], where: str,
                 sub_name = str(inp.arg.value.get("name", f"subgraph_{len(graph.subgraphs)}"))
                 graph.subgraphs.append(
                     _parse_graph(inp.arg.value.get("graph"), sub_name, depth + 1, counter, where,
-                                 strings))
+                                 strings, limit))
     return graph
 
 
