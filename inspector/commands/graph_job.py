@@ -17,7 +17,7 @@ def run_graph_job(job: str, args: argparse.Namespace, profile: bool) -> dict[str
 
     spec = GraphRunSpec.from_args(args)
     spec.plan()
-    bar = ProgressBar()
+    bar = ProgressBar(delay_s=1.0)  # progress for the runs that take more than a second
 
     def on_event(event: dict[str, Any]) -> None:
         if event["event"] == "progress":

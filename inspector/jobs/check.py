@@ -20,13 +20,17 @@ fake kernels that call into the device's runtime, which a CPU-only torch lacks:
 training-mode batch norm on cuda) are listed as `unchecked`, not as failures.
 
 result: {"device", "programs": [{"name", "ok", "failures": [{"node", "target",
-"line", "message", "frames": [{"file", "line", "function", "code", "user"}]}],
-"unchecked": [{"node", "target", "line", "message"}], "inputs": [...], "nodes"}]}
+"line", "message", "frames": [{"file", "line", "function", "code", "user"}],
+"literals": [{"node", "line"}]}], "unchecked": [{"node", "target", "line", "message"}],
+"inputs": [...], "nodes", "graph_nodes"}]}
+A failure's `literals` are the nodes upstream of it whose arguments bake in a device
+of another type than DEV (`arange(..., device=cpu)`): the cause `check` names first.
 """
 
 from __future__ import annotations
 
 import argparse
+import operator
 from typing import Any
 
 from inspector.core.errors import InspectorError
@@ -156,6 +160,7 @@ def check_program(torch: Any, loaded: Loaded, name: str, device: Any, seed: int,
     nodes = timed_nodes(ep.graph_module.graph)
     every = max(1, len(nodes) // 20)
     seen = [0]
+    upstream = _UpstreamLiterals(torch, ep.graph_module.graph, device)
 
     def fake_like(kind: str, target: str, value: Any) -> Any:
         if isinstance(value, torch.Tensor):
@@ -198,8 +203,12 @@ def check_program(torch: Any, loaded: Loaded, name: str, device: Any, seed: int,
                                       "line": index[n.name].line if n.name in index else None,
                                       "message": first_line(f"{type(exc).__name__}: {exc}")})
                     return stand_ins.make(n.meta.get("val"))
-                failures.append(failure_record(n.name, index, str(exc).strip() or type(exc).__name__,
-                                               target_text(n)))
+                record = failure_record(n.name, index, str(exc).strip() or type(exc).__name__,
+                                        target_text(n))
+                # the baked device literals this node's inputs come from (torch's graph)
+                record["literals"] = [{"node": m, "line": index[m].line if m in index else None}
+                                      for m in upstream.of(n)]
+                failures.append(record)
             return stand_ins.make(n.meta.get("val"))
 
     emit.progress(f"check {name}", start)
@@ -214,5 +223,56 @@ def check_program(torch: Any, loaded: Loaded, name: str, device: Any, seed: int,
         "failures": failures,
         "unchecked": unchecked,
         "inputs": [i.describe() for i in plan.inputs],
-        "nodes": len(nodes),
+        # as `info` counts them: the archive's nodes; the FX graph torch rebuilds adds a
+        # getitem node per output of each multi-output op (`graph_nodes` counts those too)
+        "nodes": sum(1 for n in nodes if n.target is not operator.getitem),
+        "graph_nodes": len(nodes),
     }
+
+
+class _UpstreamLiterals:
+    """For a node: the nodes upstream of it (itself included) whose arguments carry a
+    device literal other than DEV's type, in graph order. Computed in one pass over
+    the graph the first time it is asked (only when something failed)."""
+
+    def __init__(self, torch: Any, graph: Any, device: Any) -> None:
+        self.torch, self.graph, self.device = torch, graph, device
+        self._sets: dict[Any, frozenset[str]] | None = None
+        self._order: dict[str, int] = {}
+
+    def _off_device(self, node: Any) -> bool:
+        found = [False]
+
+        def visit(value: Any) -> None:
+            if isinstance(value, self.torch.device) and value.type != self.device.type:
+                found[0] = True
+            elif isinstance(value, (list, tuple)):
+                for v in value:
+                    visit(v)
+            elif isinstance(value, dict):
+                for v in value.values():
+                    visit(v)
+
+        visit(node.args)
+        visit(node.kwargs)
+        return found[0]
+
+    def _build(self) -> dict[Any, frozenset[str]]:
+        empty: frozenset[str] = frozenset()
+        sets: dict[Any, frozenset[str]] = {}
+        for i, node in enumerate(self.graph.nodes):
+            self._order[node.name] = i
+            parents = [sets.get(p, empty) for p in node.all_input_nodes]
+            mine = max(parents, key=len, default=empty)  # share the set when nothing is added
+            for other in parents:
+                if not other <= mine:
+                    mine = mine | other
+            if self._off_device(node):
+                mine = mine | {node.name}
+            sets[node] = mine
+        return sets
+
+    def of(self, node: Any) -> list[str]:
+        if self._sets is None:
+            self._sets = self._build()
+        return sorted(self._sets.get(node, frozenset()), key=self._order.__getitem__)

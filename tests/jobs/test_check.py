@@ -21,7 +21,7 @@ from inspector.core.listing import render_listing
 from inspector.core.retarget import retarget
 from inspector.jobs.runner import Job, child_env
 
-FAILURE_KEYS = {"node", "target", "line", "message", "frames"}
+FAILURE_KEYS = {"node", "target", "line", "message", "frames", "literals"}
 FRAME_KEYS = {"file", "line", "function", "code", "user"}
 
 
@@ -88,7 +88,7 @@ def _torch_first_failure(archive: Path, program: str) -> tuple[str, str]:
 
 
 def test_check_cuda_names_the_baked_arange_embedding(cuda_check, tiny_archive):
-    assert set(cuda_check) == {"device", "programs"}
+    assert set(cuda_check) == {"device", "programs", "retarget"}
     assert cuda_check["device"] == "cuda:0"
     decoder = next(p for p in cuda_check["programs"] if p["name"] == "decoder")
     assert decoder["ok"] is False
@@ -148,7 +148,7 @@ def test_check_cpu_archive_on_cpu_passes_with_text_output(tiny_archive):
 
 def test_check_text_output_names_node_line_and_source(tiny_archive):
     proc = cli("check", str(tiny_archive), "--device", "cuda", "--program", "decoder",
-               "--dim", "s70=16")
+               "--dim", "s70=16", "--all")  # --all: also the failures a literal explains
     assert proc.returncode == 1
     line = _line_of(tiny_archive, "decoder", "embedding_1")
     assert f"line {line}: embedding_1 = torch.ops.aten.embedding.default" in proc.stdout
