@@ -5,6 +5,7 @@ never each other."""
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -20,23 +21,29 @@ def write_json(value: Any, stream: Any = None) -> None:
 
 
 class ProgressBar:
-    """One line on stderr, redrawn in place; only used when stderr is a terminal."""
+    """One line on stderr, redrawn in place; only used when stderr is a terminal.
+    `delay_s`: drawn only once the work has taken that long (a quick answer stays
+    clean; a dry run of minutes shows where it is)."""
 
-    def __init__(self, stream: Any = None, width: int = 30) -> None:
+    def __init__(self, stream: Any = None, width: int = 30, delay_s: float = 0.0) -> None:
         self.stream = stream or sys.stderr
         self.width = width
         self.enabled = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.started = time.monotonic()
+        self.delay_s = delay_s
+        self.drawn = False
 
     def update(self, stage: str, fraction: float) -> None:
-        if not self.enabled:
+        if not self.enabled or time.monotonic() - self.started < self.delay_s:
             return
+        self.drawn = True
         filled = int(round(fraction * self.width))
         bar = "#" * filled + "-" * (self.width - filled)
         self.stream.write(f"\r[{bar}] {fraction * 100:3.0f}% {stage:<20}")
         self.stream.flush()
 
     def close(self) -> None:
-        if self.enabled:
+        if self.enabled and (self.drawn or not self.delay_s):
             self.stream.write("\n")
             self.stream.flush()
 
@@ -55,6 +62,8 @@ def event_printer(bar: ProgressBar,
             bar.update(str(event.get("stage", "")), float(event.get("fraction", 0.0)))
         elif kind == "sample" and sample_text is not None:
             bar.update(sample_text(event), 1.0)
+        elif kind == "log" and event.get("level") == "note":
+            err.write(f"{_printable(str(event.get('message', '')))}\n")
         elif kind == "log" and event.get("level") != "info":
             err.write(f"{event.get('level')}: {_printable(str(event.get('message', '')))}\n")
 

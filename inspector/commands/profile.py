@@ -72,12 +72,22 @@ def format_memory(memory: dict[str, Any], top: int = TOP) -> list[str]:
     return out
 
 
+def _with_spread(ms: float, program: dict[str, Any], key: str) -> str:
+    """'0.812 ms (0.80-0.85 over 5 runs)': the median and its runs' range."""
+    s = (program.get("spread") or {}).get(key)
+    if not s or int(s.get("n", 0)) < 2:
+        return f"{ms:.3f} ms"
+    return f"{ms:.3f} ms ({s['min']:.3f}-{s['max']:.3f} over {s['n']} runs)"
+
+
 def format_profile(result: dict[str, Any], top: int = TOP) -> str:
     from inspector.commands.graph_job import format_failure, inputs_text
 
     out = [f"profile on {result['device']} ({result.get('device_name') or '?'}), "
-           f"{result['precision']}, {result['timer']}, median of {result['repeats']} runs "
-           f"after {result['warmup']} warm-up"]
+           f"{result['precision']}, {result['timer']}, "
+           + (f"{result['threads']} thread{'s' if result['threads'] != 1 else ''}, "
+              if result.get("threads") else "")
+           + f"median of {result['repeats']} runs after {result['warmup']} warm-up"]
     for p in result["programs"]:
         out.append("")
         out.append(f"{p['name']}: inputs {inputs_text(p['inputs'])}")
@@ -88,8 +98,11 @@ def format_profile(result: dict[str, Any], top: int = TOP) -> str:
             continue
         fwd, nodes, inst = p["forward_ms"], p["node_ms"], p["instrumented_ms"]
         ratio = f"{nodes / fwd:.2f}x" if fwd else "-"
-        out.append(f"  forward {fwd:.3f} ms (uninstrumented); nodes sum {nodes:.3f} ms "
-                   f"({ratio} of forward); instrumented run {inst:.3f} ms")
+        out.append(f"  forward {_with_spread(fwd, p, 'forward_ms')} (uninstrumented); "
+                   f"nodes sum {nodes:.3f} ms ({ratio} of forward); instrumented run "
+                   f"{_with_spread(inst, p, 'instrumented_ms')}")
+        if p.get("warning"):
+            out.append(f"  warning: {p['warning']}")
         out.append(f"  {'ms':>10} {'share':>6} {'line':>6}  node = target")
         for n in sorted(p["nodes"], key=lambda n: -n["ms"])[:top]:
             out.append(f"  {n['ms']:10.4f} {_pct(n['share'])} {n['line'] or '?':>6}  "

@@ -37,7 +37,7 @@ class GraphRunSpec:
     warmup: int = 2
     repeats: int = 5
     precision: str = "fp32"
-    threads: int = 0  # CPU threads for torch (0: torch's default)
+    threads: int = 1  # CPU threads for torch (0: torch's own choice); spec.DEFAULT_THREADS
     memory: bool = False  # also measure each node's memory (jobs/memory_measure.py)
 
     @property
@@ -85,7 +85,7 @@ class GraphRunSpec:
                    trust=args.trust, warmup=getattr(args, "warmup", 2),
                    repeats=getattr(args, "repeats", 5),
                    precision=getattr(args, "precision", "fp32"),
-                   threads=getattr(args, "threads", 0),
+                   threads=getattr(args, "threads", 1),
                    memory=bool(getattr(args, "memory", False))).validate()
 
     def plan(self) -> tuple[list[str], dict[str, InputPlan]]:
@@ -125,8 +125,9 @@ def add_arguments(parser: argparse.ArgumentParser, profile: bool = False) -> Non
         parser.add_argument("--precision", choices=PRECISIONS, default=d.precision,
                             help="fp32, or bf16 autocast")
         parser.add_argument("--threads", type=int, default=d.threads, metavar="N",
-                            help="CPU threads torch may use (default: torch's own choice); "
-                                 "1 gives steadier figures on a busy machine")
+                            help="CPU threads torch may use; 0: torch's own choice, one per "
+                                 "core (default: %(default)s, the steadiest: more threads spin "
+                                 "against any other load)")
         parser.add_argument("--memory", action="store_true",
                             help="also measure each node's memory on the device (one more "
                                  "run) and show it beside the static estimate (`memory`)")

@@ -22,8 +22,11 @@ A node that raises stops that program: the result then carries `ok: false` and t
 failure, in check's record shape (jobs/check.py).
 
 result: {"device", "device_name", "precision", "warmup", "repeats", "timer", "torch",
+"threads", "cpus", "load_average" (the highest 1-minute load seen), "warnings" (one
+line per unsteady program: core/timing_spread.py),
 "programs": [{"name", "ok", "failures", "inputs": [{"name", "shape", "dtype"}],
-"symbols", "forward_ms", "node_ms", "instrumented_ms", "runs": {"forward_ms": [...],
+"symbols", "forward_ms", "node_ms", "instrumented_ms", "spread": {"forward_ms",
+"node_ms", "instrumented_ms": {"p50", "q1", "q3", "min", "max", "n"}}, "warning", "runs": {"forward_ms": [...],
 "node_ms": [...], "instrumented_ms": [...]}, "nodes": [{"name", "target",
 "ms", "share", "line", "module"}], "modules": [{"path", "class", "ms", "share",
 "nodes", "parent"}], "ops": [{"target", "ms", "share", "nodes", "slowest"}], "sources":
@@ -46,6 +49,7 @@ from inspector.core.profile_report import (
     op_rollup,
     source_rollup,
 )
+from inspector.core.timing_spread import LoadWatch, cpu_count, spread, unsteady_warning
 from inspector.jobs import graph_spec
 from inspector.jobs.timed_generation import Timer, check_device, device_name
 from inspector.jobs.graph_run import Loaded, load_for_run, target_text, timed_nodes
@@ -85,9 +89,22 @@ def run(spec: GraphRunSpec, emit: Emitter) -> dict[str, Any]:
     results = []
     span = 0.85 / max(len(loaded.names), 1)
     timer_kind = ""
+    load = LoadWatch()
+    cpus = cpu_count()
+    threads = torch.get_num_threads()
+    warnings = []
     for i, name in enumerate(loaded.names):
+        load.sample()
         record, timer_kind = profile_program(torch, loaded, name, device, spec, emit,
                                              0.15 + i * span, span)
+        load.sample()
+        if record["ok"]:
+            ratio = record["node_ms"] / record["forward_ms"] if record["forward_ms"] else None
+            record["warning"] = unsteady_warning(
+                what=f"{name}'s times", runs=record["runs"]["forward_ms"], load=load.peak,
+                cpus=cpus, threads=threads if device.type == "cpu" else 1, node_ratio=ratio)
+            if record["warning"]:  # in the result: `profile` prints it beside the figures
+                warnings.append(record["warning"])
         results.append(record)
         loaded.programs[name] = None  # free its weights before the next program
     emit.progress("done", 1.0)
@@ -98,7 +115,10 @@ def run(spec: GraphRunSpec, emit: Emitter) -> dict[str, Any]:
         "warmup": spec.warmup,
         "repeats": spec.repeats,
         "timer": timer_kind,
-        "threads": torch.get_num_threads(),
+        "threads": threads,
+        "cpus": cpus,
+        "load_average": load.peak,
+        "warnings": warnings,
         "torch": torch.__version__,
         "programs": results,
     }
@@ -218,6 +238,8 @@ def profile_program(torch: Any, loaded: Loaded, name: str, device: Any, spec: Gr
         forward_ms=round(_median(forward), 6),
         node_ms=round(sum(ms for _, ms in timed_list), 6),
         instrumented_ms=round(_median(instrumented), 6),
+        spread={"forward_ms": spread(forward), "node_ms": spread(node_sums),
+                "instrumented_ms": spread(instrumented)},
         # every timed run's own figures, for statistics beyond the medians
         runs={"forward_ms": [round(x, 6) for x in forward],
               "node_ms": [round(x, 6) for x in node_sums],

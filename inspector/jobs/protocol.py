@@ -3,7 +3,9 @@
 Shared by the child (which emits) and the parent (CLI or window, which parses).
 Kinds:
   progress  {"event": "progress", "stage": str, "fraction": float in [0, 1]}
-  log       {"event": "log", "level": "info"|"warning"|"error", "message": str}
+  log       {"event": "log", "level": "info"|"note"|"warning"|"error", "message": str}
+            ("note": a word for the user that is not a problem, e.g. "compiling (first
+            call)…"; shown as it is, where a warning is prefixed "warning:")
   sample    {"event": "sample", ...job-specific fields (e.g. token, ms)}
   result    {"event": "result", ...job-specific fields}   (last event of a success)
   error     {"event": "error", "message": str, "details": str, "code": str}

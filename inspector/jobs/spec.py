@@ -205,6 +205,7 @@ def separate_paths(target: str | os.PathLike[str]) -> dict[str, Path]:
 # --- the run job --------------------------------------------------------------
 
 MODES = ("export", "eager")
+DEFAULT_THREADS = 1  # run and profile: measured the steadiest (bench_threads.py)
 PRECISIONS = ("fp32", "bf16")
 
 
@@ -220,9 +221,12 @@ class RunSpec:
     batch: int | None = None  # None: from the archive (core/run_ranges.run_defaults)
     max_tokens: int | None = None  # None: likewise
     warmup: int = 1
-    repeats: int = 1
+    repeats: int = 3  # three runs at least, so each figure has a spread
     seed: int = 0
     trust: bool = False
+    # CPU threads for torch; 0: torch's own choice (one per core). One is the steadiest
+    # (tests/benchmarks/bench_threads.py): more spin against any other load.
+    threads: int = DEFAULT_THREADS
 
     def validate(self) -> RunSpec:
         if not _DEVICE_RE.fullmatch(self.device):
@@ -234,7 +238,8 @@ class RunSpec:
         for name, value, lo, hi in (("batch", self.batch, 1, 4096),
                                     ("max tokens", self.max_tokens, 1, SEQ_LEN_LIMIT),
                                     ("warm-up runs", self.warmup, 0, 100),
-                                    ("repeats", self.repeats, 1, 1000)):
+                                    ("repeats", self.repeats, 1, 1000),
+                                    ("threads", self.threads, 0, 4096)):
             if value is not None and not lo <= value <= hi:
                 raise RunSpecError(f"{name} {value} is out of range ({lo} .. {hi})")
         return self
@@ -271,7 +276,7 @@ class RunSpec:
         if self.max_tokens is not None:
             argv += ["--max-tokens", str(self.max_tokens)]
         argv += ["--warmup", str(self.warmup), "--repeats", str(self.repeats),
-                 "--seed", str(self.seed)]
+                 "--seed", str(self.seed), "--threads", str(self.threads)]
         if self.compile:
             argv.append("--compile")
         if self.trust:
@@ -283,7 +288,7 @@ class RunSpec:
         return cls(file=args.file, device=args.device, mode=args.mode, compile=args.compile,
                    precision=args.precision, batch=args.batch, max_tokens=args.max_tokens,
                    warmup=args.warmup, repeats=args.repeats, seed=args.seed,
-                   trust=args.trust).validate()
+                   trust=args.trust, threads=args.threads).validate()
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -313,5 +318,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="timed generations (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=d.seed,
                         help="seed of the random images (default: %(default)s)")
+    parser.add_argument("--threads", type=int, default=d.threads, metavar="N",
+                        help="CPU threads torch may use; 0: torch's own choice, one per "
+                             "core (default: %(default)s, the steadiest: more threads spin "
+                             "against any other load)")
     parser.add_argument("--trust", action="store_true",
                         help="allow pickled weights/constants, TorchBind objects, libraries")

@@ -15,14 +15,17 @@ compilation and are not timed). bf16 runs under autocast.
 
 Timing: on CUDA each step is bracketed by CUDA events and read after the end event
 completes, so a step's time includes its kernels; on other devices perf_counter after a
-device synchronize. One `sample` event per token, then one `result`.
+device synchronize. One `sample` event per token, then one `result`. In export mode the
+first generation (the warm-up, or the first timed one with --warmup 0) goes through
+torch's per-call input checks; the rest skip them (Generator.checked). Each figure comes
+with its spread over the timed runs, and a warning when they disagree or the machine
+was busy (core/timing_spread.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import math
 import time
 import traceback
 from collections.abc import Callable
@@ -30,6 +33,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from inspector.core.errors import InspectorError
+from inspector.core.timing_spread import (
+    LoadWatch,
+    cpu_count,
+    percentile,
+    spread,
+    unsteady_warning,
+)
 from inspector.jobs.protocol import Emitter
 from inspector.jobs.spec import RunSpec, add_run_arguments
 
@@ -56,21 +66,18 @@ def main(args: argparse.Namespace, emit: Emitter) -> int:
 
 # --- statistics (pure Python: also used by the benchmarks and tests) -----------
 
-def percentile(values: list[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default)."""
-    if not values:
-        return math.nan
-    xs = sorted(values)
-    pos = (len(xs) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-
 def summarize(per_token_ms: list[float], encoder_ms: list[float], total_ms: list[float],
-              tokens: int, batch: int) -> dict[str, Any]:
+              tokens: int, batch: int, repeat_p50_ms: list[float] | None = None
+              ) -> dict[str, Any]:
+    """The figures of a run and each one's spread: `spread` holds, per figure, its
+    p50, quartiles, min and max over the runs (the per-token one over every token)."""
     mean_total = sum(total_ms) / len(total_ms)
     return {
+        "spread": {"per_token_ms": spread(per_token_ms),
+                   "run_p50_ms": spread(repeat_p50_ms or []),
+                   "encoder_ms": spread(encoder_ms),
+                   "total_ms": spread(total_ms)},
+        "run_p50_ms": [round(x, 4) for x in repeat_p50_ms or []],
         "per_token_ms": [round(x, 4) for x in per_token_ms],
         "encoder_ms": round(sum(encoder_ms) / len(encoder_ms), 4),
         "total_ms": round(mean_total, 4),
@@ -122,6 +129,9 @@ class Generator:
     positions: bool  # the decoder takes cache_position as a third input
     seq_max: int | None
     batch_range: tuple[int, int] | None
+    # Called once a whole generation went through the inputs' checks (export mode):
+    # later generations feed the same shapes (see build), so they skip them.
+    checked: Callable[[], None] = lambda: None
 
 
 def _hidden(out: Any) -> Any:
@@ -161,6 +171,15 @@ def build(spec: RunSpec, torch: Any, device: Any, emit: Emitter) -> Generator:
             return _hidden(enc_mod(px))
 
         decode: Callable[..., Any] = dec_mod
+
+        def checked() -> None:
+            # torch's module() checks each call's inputs against the program's ranges
+            # in Python (~0.7 ms of a ~1 ms tiny decoder call, bench_run.py --calls).
+            # After one checked generation the timed ones feed the same shapes: the
+            # same batch, sequence lengths 1..max tokens, and max tokens is capped at
+            # the archive's seq_len range before the run (RunSpec.fit_archive).
+            enc_mod.validate_inputs = False
+            dec_mod.validate_inputs = False
     else:
         if "toy_config" not in info:
             raise RunError(
@@ -193,7 +212,8 @@ def build(spec: RunSpec, torch: Any, device: Any, emit: Emitter) -> Generator:
         emit.progress("torch.compile", 0.45)
         encode = torch.compile(encode)
         decode = torch.compile(decode)
-    return Generator(encode, decode, positions, seq_max, batch_range)
+    return Generator(encode, decode, positions, seq_max, batch_range,
+                     checked if spec.mode == "export" else (lambda: None))
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -282,6 +302,8 @@ def run(spec: RunSpec, emit: Emitter) -> dict[str, Any]:
     import torch
 
     device = check_device(torch, spec.device)
+    if spec.threads:  # 0: torch's own choice (one per core: spins on a busy machine)
+        torch.set_num_threads(spec.threads)
     try:
         gen = build(spec, torch, device, emit)
     except torch.OutOfMemoryError:
@@ -298,20 +320,29 @@ def run(spec: RunSpec, emit: Emitter) -> dict[str, Any]:
     per_token: list[float] = []
     enc_all: list[float] = []
     totals: list[float] = []
+    run_p50: list[float] = []  # each timed run's own per-token p50: the runs' spread
+    load = LoadWatch()
     ids = None
     try:
         with torch.no_grad(), autocast:
+            if spec.compile:  # compilation happens inside the first call, for seconds
+                emit.log("compiling (first call)…", "note")
             for i in range(spec.warmup):
                 emit.progress(f"warm-up {i + 1}/{spec.warmup}", 0.5 + 0.2 * i / max(spec.warmup, 1))
                 greedy(gen, torch, pixels, max_tokens, timer)
+                gen.checked()
             for r in range(spec.repeats):
                 emit.progress(f"run {r + 1}/{spec.repeats}", 0.7 + 0.3 * r / spec.repeats)
 
                 def on_token(step: int, ms: float, r: int = r) -> None:
                     emit.sample(repeat=r, step=step, ms=round(ms, 4))
 
+                load.sample()
                 ids, enc_ms, steps, total = greedy(gen, torch, pixels, max_tokens, timer, on_token)
+                gen.checked()  # with --warmup 0 the first timed run is the checked one
+                load.sample()
                 per_token += steps
+                run_p50.append(percentile(steps, 50))
                 enc_all.append(enc_ms)
                 totals.append(total)
     except torch.OutOfMemoryError:
@@ -323,6 +354,12 @@ def run(spec: RunSpec, emit: Emitter) -> dict[str, Any]:
     emit.progress("done", 1.0)
     assert ids is not None
     tokens = int(ids.shape[1])
+    threads = torch.get_num_threads()
+    cpus = cpu_count()
+    warning = unsteady_warning(what="per-token times", runs=run_p50, load=load.peak, cpus=cpus,
+                               threads=threads if device.type == "cpu" else 1)
+    if warning:
+        emit.log(warning, "warning")
     return {
         "device": str(device),
         "device_name": device_name(torch, device),
@@ -334,7 +371,11 @@ def run(spec: RunSpec, emit: Emitter) -> dict[str, Any]:
         "max_tokens": max_tokens,
         "warmup": spec.warmup,
         "repeats": spec.repeats,
-        **summarize(per_token, enc_all, totals, tokens, spec.batch),
+        **summarize(per_token, enc_all, totals, tokens, spec.batch, run_p50),
+        "threads": threads,
+        "cpus": cpus,
+        "load_average": load.peak,
+        "warnings": [warning] if warning else [],
         "runs_total_ms": [round(t, 4) for t in totals],
         "token_ids": ids.cpu().tolist(),
         "torch": torch.__version__,

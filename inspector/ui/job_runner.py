@@ -45,6 +45,7 @@ from inspector.jobs.numerics_spec import NumericsSpec  # noqa: E402,F401
 from inspector.jobs.runner import cleanup_partial  # noqa: E402,F401
 from inspector.jobs.spec import (  # noqa: E402,F401
     BATCH_LIMIT,
+    DEFAULT_THREADS,
     MODES,
     PRECISIONS,
     PRESETS,

@@ -13,6 +13,11 @@ reported: whole-process wall.
     python tests/benchmarks/bench_run.py [ARCHIVE] [--batch N] [--tokens N] [--repeats N]
                                          [--device DEV]
 
+--calls: where a token's time goes (the exported decoder with and without torch's
+per-call input checks, eager, and the run job against a bare loop of the same calls):
+
+    python tests/benchmarks/bench_run.py --calls [ARCHIVE] --tokens 32 --batch 1
+
 --table: the seed blog's experiment on one device (for a session with a GPU):
 export vs eager, with and without torch.compile, fp32 and bf16, all through the run job,
 on an archive exported on that device (so no baked cpu device):
@@ -66,6 +71,72 @@ def bare(archive: str, batch: int, tokens: int, warmup: int, repeats: int, devic
             if i >= warmup:
                 totals.append((time.perf_counter() - t0) * 1000)
     print(json.dumps({"runs_total_ms": totals, "token_ids": ids[:, 1:].tolist()}))
+
+
+def calls(archive: str, tokens: int, batch: int, rounds: int) -> None:
+    """Where a token's time goes, one process, interleaved (--calls): the exported
+    decoder through module() (torch's per-call input checks), the same module with the
+    checks off (what the run job times after its first, checked generation), and the
+    eager toy rebuilt from the archive, each called on the sequence lengths of a
+    generation; then the run job's own per-token p50 against a bare greedy loop."""
+    import torch
+
+    from inspector.jobs import load, toy
+    from inspector.jobs.runner import run_job
+    from inspector.core.timing_spread import percentile
+
+    vetted = load.vet(archive, programs=["encoder", "decoder"])
+    programs = load.load_programs(vetted)
+    checked = programs["decoder"].module()
+    unchecked = programs["decoder"].module()
+    unchecked.validate_inputs = False
+    model = toy.model_from_config(toy.config_from_json(vetted.info["toy_config"]), seed=None)
+    eager = toy.DecoderWrapper(model)
+    weights = load.load_state_dicts(vetted)
+    eager.load_state_dict(weights["decoder"], strict=False)
+    model.encoder.load_state_dict(weights["encoder"], strict=False)
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        hidden = model.encoder(pixel_values=torch.randn((batch, 3, 224, 224), generator=g)
+                               ).last_hidden_state
+        ways = {"module() (torch's input checks)": checked, "module(), checks off": unchecked,
+                "eager toy": eager}
+        times: dict[str, list[float]] = {k: [] for k in ways}
+        for r in range(rounds + 1):  # round 0 warms up
+            for n in range(1, tokens + 1):
+                ids = torch.ones((batch, n), dtype=torch.long)
+                for name, f in ways.items():
+                    t0 = time.perf_counter()
+                    f(ids, hidden)
+                    if r:
+                        times[name].append((time.perf_counter() - t0) * 1000)
+    print(f"decoder calls, batch {batch}, sequence lengths 1..{tokens}, {rounds} rounds "
+          f"interleaved, {torch.get_num_threads()} thread(s)")
+    base = percentile(times["eager toy"], 50)
+    for name, xs in times.items():
+        p50 = percentile(xs, 50)
+        print(f"  {name:<34} p50 {p50:7.3f} ms  IQR {percentile(xs, 25):.3f}-"
+              f"{percentile(xs, 75):.3f}  {p50 / base:.2f}x eager")
+    bare_p50, job_p50 = [], {}
+    for mode in ("export", "eager"):
+        r = run_job("run", [archive, "--mode", mode, "--batch", str(batch), "--max-tokens",
+                            str(tokens), "--warmup", "1", "--repeats", str(rounds)])
+        job_p50[mode] = r["p50_ms"]
+    with torch.no_grad():
+        for _ in range(rounds):
+            ids = torch.full((batch, 1), 1, dtype=torch.long)
+            for _ in range(tokens):
+                t0 = time.perf_counter()
+                nxt = unchecked(ids, hidden)[:, -1, :].argmax(-1)
+                ids = torch.cat([ids, nxt[:, None]], dim=1)
+                bool((nxt == 2).all())
+                bare_p50.append((time.perf_counter() - t0) * 1000)
+    bp = percentile(bare_p50, 50)
+    print(f"  bare greedy loop, checks off       p50 {bp:7.3f} ms per token")
+    print(f"  run job, export                    p50 {job_p50['export']:7.3f} ms per token "
+          f"({job_p50['export'] / bp:.2f}x the bare loop: the job's own per-token work)")
+    print(f"  run job, eager                     p50 {job_p50['eager']:7.3f} ms per token "
+          f"(export/eager {job_p50['export'] / job_p50['eager']:.2f}x)")
 
 
 def _export_tiny(path: Path) -> None:
@@ -168,7 +239,14 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="interleaved process pairs")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--bare", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--calls", action="store_true",
+                        help="where a token's time goes: decoder calls with and without "
+                             "torch's input checks, eager, the job against a bare loop")
     args = parser.parse_args()
+    if args.calls:
+        archive = args.archive or str(ROOT / "resources" / "demo" / "toy-tiny.pt2")
+        calls(archive, args.tokens, args.batch, args.rounds)
+        return 0
     if args.bare:
         bare(args.archive, args.batch, args.tokens, args.warmup, args.repeats, args.device)
         return 0

@@ -27,7 +27,8 @@ def test_events_stream_in_order_and_stats_match_the_samples(export_run):
     kinds = [e["event"] for e in export_run]
     assert kinds[-1] == "result"
     first_sample = kinds.index("sample")
-    assert all(k in ("sample", "progress") for k in kinds[first_sample:-1])
+    # (a log: the one-line warning of an unsteady run, on a busy machine)
+    assert all(k in ("sample", "progress", "log") for k in kinds[first_sample:-1])
     samples = [e for e in export_run if e["event"] == "sample"]
     result = export_run[-1]
     # two repeats of the same number of steps, in order

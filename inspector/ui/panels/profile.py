@@ -558,6 +558,8 @@ def _summary(check: dict[str, Any] | None, profile: dict[str, Any] | None) -> st
             lines.append(f"Profile  {p.get('name')} on {dev}: " + ", ".join(parts)
                          + f" ({profile.get('precision', 'fp32')}, median of "
                            f"{profile.get('repeats', '?')})")
+            if p.get("warning"):
+                lines.append(f"Warning  {p['warning']}")
     return "\n".join(lines) if lines else "Check or Profile to see results here."
 
 

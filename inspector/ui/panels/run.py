@@ -63,6 +63,7 @@ from inspector.core.run_ranges import (
 from inspector.ui.plain import shown
 from inspector.ui.device_list import DeviceSource, fill_combo
 from inspector.ui.job_runner import (
+    DEFAULT_THREADS,
     MODES,
     PRECISIONS,
     SEQ_LEN_LIMIT,
@@ -227,7 +228,12 @@ class RunPanel(QWidget):
         self.problem.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.problem.hide()
         self.warmup = self._spin(0, 100, 1, "untimed generations first (compile happens here)")
-        self.repeats = self._spin(1, 1000, 1, "timed generations")
+        self.repeats = self._spin(1, 1000, RunSpec.repeats, "timed generations (each figure's "
+                                  "spread is over these)")
+        self.threads = self._spin(0, 4096, DEFAULT_THREADS,
+                                  "CPU threads torch may use; 0: torch's own choice, one per "
+                                  "core (1, the default, is the steadiest: more threads spin "
+                                  "against any other load)")
         self.run_button = QPushButton("Run")
         self.run_button.setDefault(True)
         self.run_button.setToolTip("time generation with these options (Ctrl+R)")
@@ -267,6 +273,7 @@ class RunPanel(QWidget):
         form.addRow("Max tokens", self.max_tokens)
         form.addRow("Warm-up", self.warmup)
         form.addRow("Repeats", self.repeats)
+        form.addRow("Threads", self.threads)
         run_row = QHBoxLayout()
         run_row.addWidget(self.run_button)
         run_row.addWidget(self.stop_button)
@@ -497,7 +504,7 @@ class RunPanel(QWidget):
                                    and not self.problems())
         self.stop_button.setEnabled(running)
         for w in (self.archive_box, self.device, self.mode, self.compile, self.precision,
-                  self.batch, self.max_tokens, self.warmup, self.repeats):
+                  self.batch, self.max_tokens, self.warmup, self.repeats, self.threads):
             w.setEnabled(not running and self.has_torch)
         has_data = any(r.series.n for r in self.records)
         self.save_results_button.setEnabled(has_data and not running)
@@ -511,7 +518,8 @@ class RunPanel(QWidget):
         for name, widget in (("device", self.device), ("mode", self.mode),
                              ("compile", self.compile), ("precision", self.precision),
                              ("batch", self.batch), ("max_tokens", self.max_tokens),
-                             ("warmup", self.warmup), ("repeats", self.repeats)):
+                             ("warmup", self.warmup), ("repeats", self.repeats),
+                             ("threads", self.threads)):
             self.options.bind(name, widget)
         self.options.restore()
 
@@ -521,7 +529,8 @@ class RunPanel(QWidget):
                        mode=self.mode.currentData(), compile=self.compile.isChecked(),
                        precision=self.precision.currentData(), batch=self.batch.value(),
                        max_tokens=self.max_tokens.value(), warmup=self.warmup.value(),
-                       repeats=self.repeats.value(), trust=trust)
+                       repeats=self.repeats.value(), threads=self.threads.value(),
+                       trust=trust)
 
     def start_run(self, trust: bool = False) -> bool:
         if not self.has_torch or not self.archive or self.runner.is_running():
@@ -581,7 +590,9 @@ class RunPanel(QWidget):
         record.steps.append(int(event.get("step", record.series.n - 1)))
 
     def _on_log(self, level: str, message: str) -> None:
-        if level != "info":
+        if level == "note":
+            self.status_area.set_status(message)
+        elif level != "info":
             self.status_area.set_status(f"{level}: {message}")
 
     def _on_result(self, event: dict[str, Any]) -> None:
@@ -597,7 +608,8 @@ class RunPanel(QWidget):
         self.status_area.set_status(
             f"{record.label}: {record.result.get('tokens', '?')} tokens, "
             f"p50 {_num(record.result.get('p50_ms'))} ms, {_num(tps)} tokens/s "
-            f"on {record.result.get('device_name') or record.spec.device}.")
+            f"on {record.result.get('device_name') or record.spec.device}."
+            + "".join(f"\nWarning: {w}" for w in record.result.get("warnings") or []))
         self.runFinished.emit(record)
 
     def _on_error(self, message: str, details: str) -> None:
