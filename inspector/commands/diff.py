@@ -1,9 +1,10 @@
 """`pt2-inspector diff A B [--program NAME] [--json]`: what changed between two archives.
 
 Exit 0 when they are the same, 1 when they differ, 2 when one cannot be read.
-Text: a unified diff of each program's listings (aligned by matched nodes, so
-renamed values are no change; each hunk header names the module), then the
-summaries. `--json`: one object (see inspector/core/diff.py for the counting):
+Text: the summaries first, then a unified diff of each program's listings (aligned
+by matched nodes, so renamed values are no change; each hunk header names the
+module); hunks that change only stack-trace paths or line numbers (the same model
+exported from another checkout) are counted in one line, shown with --frames. `--json`: one object (see inspector/core/diff.py for the counting):
 `{"programs": [{"name", "status", "nodes": {"same", "changed": [{"a", "b",
 "fields"}], "added", "removed"}, "meta_changed", "signature", "ranges",
 "weights", "findings": {"new", "resolved"}}], "records": {...}, "findings": {...}}`.
@@ -13,6 +14,7 @@ Reads the zip and the JSON only (never torch).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Iterator
 
@@ -37,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("b", metavar="B", help="second .pt2 archive (after)")
     parser.add_argument("--program", metavar="NAME",
                         help="only this program (default: every program, matched by name)")
+    parser.add_argument("--frames", action="store_true",
+                        help="also show the hunks that change only stack-trace paths or line "
+                             "numbers (a re-export elsewhere; default: counted in one line)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -53,20 +58,78 @@ def run(args: argparse.Namespace) -> int:
                              + "\n")
         else:
             out = sys.stdout
-            for line in format_text(result, args.a, args.b):
+            for line in format_text(result, args.a, args.b, frames=args.frames):
                 out.write(line + "\n")
     return EXIT_DIFFERENT if result.different else EXIT_SAME
 
 
-def format_text(result: ArchiveDiff, label_a: str, label_b: str) -> Iterator[str]:
-    """The unified diffs of every program, then the summaries."""
+# A listing's frame comment: `# File: PATH:LINE in FUNCTION, code: CODE`
+_FRAME = re.compile(r"^\s*# File: .*:\d+ in (.*)$")
+
+
+def _frame_key(line: str) -> str | None:
+    """What a frame comment says besides its path and line number, or None."""
+    m = _FRAME.match(line)
+    return m.group(1) if m else None
+
+
+def _frames_only(hunk: list[str]) -> bool:
+    """A hunk whose changed lines are frame comments saying the same functions and
+    code on both sides: only paths or line numbers moved."""
+    removed = [_frame_key(ln[1:]) for ln in hunk if ln.startswith("-")]
+    added = [_frame_key(ln[1:]) for ln in hunk if ln.startswith("+")]
+    if None in removed or None in added or not (removed or added):
+        return False
+    return sorted(removed) == sorted(added)  # type: ignore[type-var]
+
+
+def _split_diff(lines: Iterator[str]) -> tuple[list[str], list[list[str]]]:
+    """(the ---/+++ header, the hunks each from its @@ line)."""
+    head: list[str] = []
+    hunks: list[list[str]] = []
+    for line in lines:
+        if line.startswith("@@"):
+            hunks.append([line])
+        elif hunks:
+            hunks[-1].append(line)
+        else:
+            head.append(line)
+    return head, hunks
+
+
+def format_text(result: ArchiveDiff, label_a: str, label_b: str,
+                frames: bool = False) -> Iterator[str]:
+    """The summaries first, then how many hunks only moved stack-trace paths or
+    line numbers (shown with `frames`), then the unified diffs of the rest."""
+    diffs: list[str] = []
+    frame_hunks = frame_lines = 0
     for p in result.programs:
         if p.listing_a is None or p.listing_b is None:
             continue
-        al = p.alignment()
-        yield from unified_diff(al, p.listing_a, p.listing_b, f"{label_a} ({p.name})",
-                                f"{label_b} ({p.name_b or p.name})")
-    yield ""
+        head, hunks = _split_diff(unified_diff(p.alignment(), p.listing_a, p.listing_b,
+                                               f"{label_a} ({p.name})",
+                                               f"{label_b} ({p.name_b or p.name})"))
+        shown = []
+        for hunk in hunks:
+            if not frames and _frames_only(hunk):
+                frame_hunks += 1
+                frame_lines += sum(1 for ln in hunk if ln[:1] in "+-")
+            else:
+                shown.append(hunk)
+        if shown:
+            diffs += head + [ln for hunk in shown for ln in hunk]
+    yield from _summaries(result, label_a, label_b)
+    if frame_hunks:
+        yield ""
+        yield (f"{frame_hunks} hunk{'s' if frame_hunks != 1 else ''} ({frame_lines} lines) "
+               "change only stack-trace paths or line numbers (where the model's code was "
+               "when exported): --frames shows them")
+    if diffs:
+        yield ""
+        yield from diffs
+
+
+def _summaries(result: ArchiveDiff, label_a: str, label_b: str) -> Iterator[str]:
     yield (f"{label_a} and {label_b} "
            + ("differ" if result.different else "are the same")
            + f" ({len(result.programs)} program{'s' if len(result.programs) != 1 else ''} compared)")
