@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from typing import Any
 from inspector import __version__
 from inspector.core.archive import Archive
 from inspector.core.atomic import check_output_path, write_bytes
-from inspector.core.audit import Finding, audit_archive
+from inspector.core.audit import SEVERITIES, Finding, audit_archive
 from inspector.core.errors import InspectorError
 from inspector.core.listing import COMMENT, Listing, render_listing
 from inspector.core.program import Program
@@ -71,6 +72,7 @@ def build_report(archive: Archive, programs: Sequence[str], *,
                 f"{esc(archive.layout)} archive, programs: {esc(', '.join(programs))}; "
                 f"report by pt2-inspector {esc(__version__)}</p>"
                 f"<nav>{' · '.join(nav)}</nav></header>")
+    body.append(_section("summary", "Summary", summary_section(archive, programs, findings)))
     archive_findings = [f for f in findings if f.program is None]
     if archive_findings:
         body.append(_section("archive-findings", "Archive findings",
@@ -108,19 +110,84 @@ def _sub(anchor: str, title: str, inner: str) -> str:
 
 # --- sections -------------------------------------------------------------------------
 
+def summary_section(archive: Archive, programs: Sequence[str],
+                    findings: Sequence[Finding]) -> str:
+    """What the page says, before its tables: programs and nodes, risky records,
+    findings counted by rule, and what to do (each distinct fix once, errors first)."""
+    nodes = {name: archive.program(name).node_count for name in programs}
+    risky = sum(1 for r in archive.records if r.risk)
+    by_rule: dict[str, Counter[str]] = {}
+    for f in findings:
+        by_rule.setdefault(f.rule, Counter())[f.severity] += 1
+    items = [f"<li>{len(programs)} program{'s' if len(programs) != 1 else ''}: "
+             + ", ".join(f"{esc(n)} ({c:,} nodes)" for n, c in nodes.items())
+             + f"; {sum(nodes.values()):,} nodes in all</li>",
+             f"<li><b class={'bad' if risky else 'ok'}>{risky} risky record"
+             f"{'s' if risky != 1 else ''}</b> (torch.export.load would execute code from "
+             f"{'them' if risky != 1 else 'it'})</li>"]
+    if by_rule:
+        rules = "; ".join(
+            f"{esc(rule)}: " + ", ".join(f"{n} {esc(sev)}" for sev, n in sorted(
+                c.items(), key=lambda kv: SEVERITIES.index(kv[0])
+                if kv[0] in SEVERITIES else 99))
+            for rule, c in by_rule.items())
+        items.append(f"<li>{len(findings)} audit finding{'s' if len(findings) != 1 else ''} "
+                     f"by rule: {rules}</li>")
+    else:
+        items.append("<li>no audit findings</li>")
+    order = {sev: i for i, sev in enumerate(SEVERITIES)}
+    fixes = list(dict.fromkeys(
+        f.fix for f in sorted(findings, key=lambda f: order.get(f.severity, 99)) if f.fix))
+    todo = "".join(f"<li>{esc(fix)}</li>" for fix in fixes[:8])
+    return (f"<ul>{''.join(items)}</ul>"
+            + (f"<p><b>What to do</b></p><ol>{todo}</ol>" if todo else ""))
+
+
+def _finding_groups(findings: Sequence[Finding]) -> list[list[Finding]]:
+    """Findings of one rule, severity, group and fix together, in first-seen order:
+    14 near-identical device literals are one row with their lines and one fix."""
+    groups: dict[tuple[Any, ...], list[Finding]] = {}
+    for f in findings:
+        groups.setdefault((f.severity, f.rule, f.group, f.fix), []).append(f)
+    return list(groups.values())
+
+
+def _line_link(f: Finding, program_index: int | None) -> str:
+    if f.line is None or program_index is None:
+        return ""
+    return f'<a href="#p{program_index}-L{f.line + 1}">{f.line + 1}</a>'
+
+
 def _findings_table(findings: Sequence[Finding], program_index: int | None) -> str:
     rows = []
-    for f in findings:
-        if f.line is not None and program_index is not None:
-            where = f'<a href="#p{program_index}-L{f.line + 1}">line&nbsp;{f.line + 1}</a>'
-        else:
-            where = ""
-        rows.append(f"<tr class=\"sev-{esc(f.severity)}\"><td>{esc(f.severity)}</td><td>{esc(f.rule)}</td>"
-                    f"<td>{where}</td><td><code>{esc(f.node)}</code></td><td>{esc(f.message)}"
-                    + (f"<div class=src>at {esc(f.source)}</div>" if f.source else "")
-                    + "</td><td>" + esc(f.fix) + "</td></tr>")
+    for grp in _finding_groups(findings):
+        if len(grp) == 1:
+            rows.append(_finding_row(grp[0], program_index))
+            continue
+        f = grp[0]
+        lines = [link for link in (_line_link(x, program_index) for x in grp) if link]
+        shown = ", ".join(lines[:12]) + (", …" if len(lines) > 12 else "")
+        label = f"{len(grp)} {esc(f.group or '')} {esc(f.rule)} findings".replace("  ", " ")
+        each = "".join(f"<li>{_line_link(x, program_index) or '-'} <code>{esc(x.node)}</code>: "
+                       f"{esc(x.message)}</li>" for x in grp)
+        rows.append(f"<tr class=\"sev-{esc(f.severity)}\"><td>{esc(f.severity)}</td>"
+                    f"<td>{esc(f.rule)}</td><td>{len(grp)}</td><td colspan=2><b>{label}</b>"
+                    + (f": lines {shown}" if shown else "")
+                    + f"<details><summary>each of them</summary><ul>{each}</ul></details>"
+                    f"</td><td>{esc(f.fix)}</td></tr>")
     return ("<table><thead><tr><th>severity</th><th>rule</th><th>line</th><th>node</th>"
             "<th>finding</th><th>fix</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+
+
+def _finding_row(f: Finding, program_index: int | None) -> str:
+    if f.line is not None and program_index is not None:
+        where = f'<a href="#p{program_index}-L{f.line + 1}">line&nbsp;{f.line + 1}</a>'
+    else:
+        where = ""
+    return (f"<tr class=\"sev-{esc(f.severity)}\"><td>{esc(f.severity)}</td><td>{esc(f.rule)}</td>"
+            f"<td>{where}</td><td><code>{esc(f.node)}</code></td><td>{esc(f.message)}"
+            + (f"<div class=src>at {esc(f.source)}</div>" if f.source else "")
+            + "</td><td>" + esc(f.fix) + "</td></tr>")
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
