@@ -11,12 +11,23 @@ audit finds: that is part of the demo.
 
 The weights and graph are reproducible (same seed, same torch/transformers); the zip's
 bytes differ between runs only by torch's serialization id.
+
+Its stack traces name files as paths relative to where they were installed
+(`transformers/models/gpt2/modeling_gpt2.py`, `inspector/jobs/toy.py`), not this
+machine's absolute paths: the Source pane finds them on any machine as the package
+installed there (core/sources.py). tests/unit/test_demo_frames.py fails when a
+frame's line no longer holds the code it names (toy.py edited): run this again.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
+import site
 import sys
+import sysconfig
+import tempfile
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,12 +42,48 @@ DEMO_SPEC = ExportSpec(preset="tiny", seed=0, batch_min=1, batch_max=64, seq_min
 MAX_BYTES = 5 * 1024 * 1024  # "a few MB": the wheel ships it
 
 
+def machine_prefixes() -> list[str]:
+    """This machine's folders that stack traces start with, longest first: the
+    checkout (our own files) and the site-packages folders (the libraries)."""
+    found = {str(ROOT) + "/"}
+    for key in ("purelib", "platlib"):
+        found.add(sysconfig.get_paths()[key].rstrip("/") + "/")
+    for folder in site.getsitepackages():
+        found.add(folder.rstrip("/") + "/")
+    return sorted(found, key=len, reverse=True)
+
+
+def portable_paths(path: Path) -> None:
+    """Rewrite the archive's JSON records with `machine_prefixes()` cut from every
+    path (the zip is copied record by record; nothing else changes)."""
+    prefixes = [p.encode() for p in machine_prefixes()]
+    with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".pt2", delete=False) as tmp:
+        out = Path(tmp.name)
+    try:
+        with zipfile.ZipFile(path) as zin, zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as zout:
+            for info in zin.infolist():
+                data = zin.read(info)
+                if info.filename.endswith(".json"):
+                    for prefix in prefixes:
+                        data = data.replace(prefix, b"")
+                zout.writestr(info, data)
+        with zipfile.ZipFile(out) as z:
+            for name in z.namelist():
+                data = z.read(name)
+                left = [p for p in prefixes if p in data]
+                assert not left, f"{name} still names {left[0].decode()}"
+        shutil.move(out, path)
+    finally:
+        out.unlink(missing_ok=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", type=Path, default=ROOT / "resources" / "demo" / "toy-tiny.pt2")
     args = parser.parse_args(argv)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     result = export_archive(DEMO_SPEC, args.output, emit=Emitter(sys.stderr))
+    portable_paths(args.output)
 
     from inspector.core.archive import open_archive
 

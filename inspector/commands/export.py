@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", required=True, metavar="OUT.pt2",
                         help="archive to write (replaced atomically)")
     parser.add_argument("--separate", action="store_true",
-                        help="write OUT-encoder.pt2 and OUT-decoder.pt2 instead (the blog's files)")
+                        help="write OUT-encoder.pt2 and OUT-decoder.pt2 instead (one program each)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 

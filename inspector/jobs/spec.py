@@ -166,7 +166,8 @@ def add_spec_arguments(parser: argparse.ArgumentParser) -> None:
     """The spec's options, shared by the child and `pt2-inspector export`."""
     d = ExportSpec()
     parser.add_argument("--preset", choices=PRESETS, default=d.preset,
-                        help="model size: tiny (seconds) or seed (the blog's 201M parameters)")
+                        help="model size: tiny (exports in seconds) or seed (full size: ViT-base "
+                             "encoder + 12-layer GPT-2 decoder, about 201M parameters)")
     parser.add_argument("--seed", type=int, default=d.seed, help="random-weight seed")
     parser.add_argument("--batch", default=f"{d.batch_min}:{d.batch_max}", metavar="MIN:MAX",
                         help="batch Dim range (default %(default)s)")
@@ -180,7 +181,9 @@ def add_spec_arguments(parser: argparse.ArgumentParser) -> None:
                         help="export device: cpu or a visible GPU (cuda:0); exporting on the "
                              "target device avoids baked-in cpu devices")
     parser.add_argument("--cache-position", action="store_true",
-                        help="feed token positions as a decoder input (the blog's fix)")
+                        help="give the decoder its token positions as a third input, instead "
+                             "of an arange inside the graph with the export device baked in "
+                             "(removes one device literal)")
     parser.add_argument("--strict", action="store_true", help="strict (dynamo) export")
     parser.add_argument("--decompose", action="store_true",
                         help="run_decompositions() on both programs (core ATen)")
