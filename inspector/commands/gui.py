@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
 
     from PySide6.QtWidgets import QApplication
 
+    from inspector.ui import qt_messages
     from inspector.ui import settings as keys
     from inspector.ui.window.main_window import MainWindow
 
@@ -54,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
         scratch = tempfile.TemporaryDirectory(prefix="pt2i-screenshot-")
         keys.use_location(scratch.name)  # before anything reads a setting
 
+    qt_messages.install()  # drops Qt's "propagateSizeHints()" noise, keeps the rest
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("PT2 Inspector")
     app.setOrganizationName("pt2-inspector")

@@ -13,6 +13,8 @@ compare view of the two archives (Workspace.compare).
 
 from __future__ import annotations
 
+import os
+
 from pathlib import Path
 from typing import Any
 
@@ -161,10 +163,12 @@ class AuditPanel(QWidget):
         layout.addWidget(self.archive_label)
         layout.addLayout(target_row)
         layout.addLayout(actions)
+        # the retarget's answer right under its button: at the bottom, a short dock
+        # (1024x700) scrolled it out of view
+        layout.addWidget(self.status_area)
         layout.addWidget(self.counts_label)
         layout.addWidget(self.split, 1)
         layout.addWidget(self.detail)
-        layout.addWidget(self.status_area)
 
         self.target.currentIndexChanged.connect(self._target_changed)
         self.target.lineEdit().editingFinished.connect(self._target_changed)
@@ -352,8 +356,17 @@ class AuditPanel(QWidget):
         self.target.setEnabled(not self._retargeting)
 
     def default_output(self, device: str) -> Path:
+        """Beside the archive, unless that is the project's own bundled demo folder
+        (not the user's, and read-only once installed) or a folder we cannot write:
+        then where exports go by default (the Documents folder)."""
         src = Path(self.path or "archive.pt2")
-        return src.with_name(f"{src.stem}-{device.replace(':', '')}.pt2")
+        name = f"{src.stem}-{device.replace(':', '')}.pt2"
+        folder = src.parent
+        if _bundled(src) or not os.access(folder, os.W_OK):
+            from inspector.ui.panels.export import default_output_dir
+
+            folder = default_output_dir()
+        return folder / name
 
     def _retarget_dialog(self) -> None:
         device = self.target_device()
@@ -476,3 +489,13 @@ def _cache_key(path: str, target: str | None) -> tuple[str, str | None, int]:
 
 def _html(text: str | None) -> str:
     return (text or "").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _bundled(path: Path) -> bool:
+    """Whether `path` lies in the folder of the demo archive pt2-inspector ships."""
+    from inspector.resources import demo_archive
+
+    try:
+        return path.resolve().parent == demo_archive().resolve().parent
+    except (OSError, FileNotFoundError):
+        return False

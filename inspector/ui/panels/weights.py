@@ -138,12 +138,14 @@ class WeightsPanel(QWidget):
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setAlternatingRowColors(True)
         self.table.setWordWrap(False)
+        # a name's end tells weights apart (…h.0.attn.c_attn.weight): cut its middle
+        self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.table.verticalHeader().setVisible(False)
         self.table.verticalHeader().setDefaultSectionSize(22)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
-        for col, width in enumerate((180, 66, 64, 70, 70, 72, 66, 40, 40, 50, 82, 64, 56, 120, 100)):
+        for col, width in enumerate((240, 66, 92, 70, 70, 72, 66, 40, 40, 50, 82, 64, 56, 120, 100)):
             self.table.setColumnWidth(col, width)
         self.table.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._row_selected(cur))
         self.table.doubleClicked.connect(lambda index: self.jump_to_placeholder())

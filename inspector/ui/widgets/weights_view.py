@@ -201,6 +201,8 @@ class HistogramView(QWidget):
         self.plot = pg.PlotWidget()
         self.plot.setObjectName("weightHistogram")
         self.plot.setLabel("left", "count")
+        # no "(x0.001)" scale beside the label: counts are whole numbers
+        self.plot.getAxis("left").enableAutoSIPrefix(False)
         self.plot.showGrid(x=False, y=True, alpha=0.2)
         self.plot.setMouseEnabled(x=True, y=False)
         self.plot.setMinimumHeight(90)
@@ -212,6 +214,8 @@ class HistogramView(QWidget):
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.title)
         lay.addWidget(self.plot, 1)
+        lay.addStretch(0)
+        self.plot.hide()  # no empty axes until there is a histogram to draw
         self.apply_palette()
 
     def apply_palette(self) -> None:
@@ -237,6 +241,7 @@ class HistogramView(QWidget):
         self.title.setText(text)
         self.edges = self.counts = None
         self.curve.setData([0.0, 1.0], [0])
+        self.plot.hide()
 
     def set_histogram(self, name: str, edges: np.ndarray, counts: np.ndarray, of: str = "values",
                       excluded: int = 0) -> None:
@@ -246,4 +251,5 @@ class HistogramView(QWidget):
         self.title.setText(f"{name}: {total:,} {of} in {len(counts)} bins{extra}")
         self.plot.setLabel("bottom", "magnitude" if of == "magnitudes" else "value")
         self.curve.setData(edges, counts)
+        self.plot.show()
         self.plot.enableAutoRange()
