@@ -78,3 +78,30 @@ def test_compile_says_so_on_stderr_before_the_first_call(tiny_archive):
     event_printer(ProgressBar(stream=sink), stream=sink)(
         {"event": "log", "level": "note", "message": note})
     assert sink.text == "compiling (first call)…\n"
+
+
+def test_only_the_first_generation_goes_through_torchs_input_checks(tiny_archive, monkeypatch):
+    """torch's module() checks every call's inputs in Python (more than the tiny
+    decoder's own ops cost): the run job lets it check the first generation, whose
+    shapes every timed one repeats, and no other. Counted in torch's own check."""
+    import io
+
+    from torch.export import _unlift
+
+    from inspector.jobs import timed_generation
+    from inspector.jobs.protocol import Emitter
+    from inspector.jobs.spec import RunSpec
+
+    calls = []
+    real = _unlift._check_input_constraints_for_module
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_unlift, "_check_input_constraints_for_module", counted)
+    spec = RunSpec(file=str(tiny_archive), batch=1, max_tokens=4, warmup=1, repeats=2).validate()
+    result = timed_generation.run(spec, Emitter(io.StringIO()))
+    steps = result["tokens"]
+    assert len(calls) == 1 + steps  # the warm-up's encoder call and its decoder steps
+    assert len(result["per_token_ms"]) == 2 * steps
