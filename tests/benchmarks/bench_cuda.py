@@ -7,7 +7,16 @@ On the tiny toy exported on the CPU:
 3. after `retarget --device cuda`, check passes and profile runs on cuda:0 in fp32 and
    bf16; printed: the CUDA-event per-node sum against the uninstrumented forward
    (target 1/1.5 .. 1.5) and the instrumented run's cost (event overhead).
+4. numerics (issue 30): `--device cpu --on cuda:0` on the CPU export (the baked
+   device literals moved in the candidate's copy of the graph): every node compared,
+   the first node over fp32's tolerance and the largest error printed (a CPU/GPU
+   difference, expected small); `--device cuda:0 --precision bf16` on the retargeted
+   archive: the first node over bf16's tolerance, beside the CPU's answer for the same
+   archive (`--device cpu --precision bf16` on the CPU export); and `--device cuda:0
+   --on cuda:0` (the same GPU twice): every node's error exactly 0 (a run-to-run
+   nondeterminism check of the GPU kernels).
 Exit 1 on a mismatch or a miss; exit 2 (nothing run) without CUDA.
+The CPU paths of step 4 are what tests/jobs/test_numerics_torch.py covers.
 
     python tests/benchmarks/bench_cuda.py [--repeats N]
 """
@@ -81,7 +90,42 @@ def main() -> int:
                   f"{fwd:.3f} ms, nodes sum {nodes:.3f} ms ({nodes / fwd:.2f}x, "
                   f"{'within' if within else 'OUTSIDE'} 1/{TARGET}..{TARGET}), instrumented "
                   f"{inst:.3f} ms ({inst / fwd:.2f}x: the events' and interpreter's cost)")
+        ok &= numerics_on_cuda(toy, moved)
     return 0 if ok else 1
+
+
+def _numerics(*args: str) -> dict:
+    proc = cli("numerics", *args, "--program", "decoder", "--json")
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(proc.stderr.strip()[-400:])
+    return json.loads(proc.stdout)["programs"][0]
+
+
+def numerics_on_cuda(toy: Path, moved: Path) -> bool:
+    ok = True
+    try:
+        p = _numerics(str(toy), "--device", "cpu", "--on", "cuda:0")
+        worst = max(p["nodes"], key=lambda n: n["max_abs"] or 0.0)
+        ran = p["ok"] and p["compared"] > 100
+        ok &= ran
+        print(f"numerics cpu vs cuda:0: {p['compared']} nodes, {p['failing']} over fp32 "
+              f"tolerance, first {p['first_over_tolerance']}; largest error "
+              f"{worst['max_abs']:.3g} at {worst['node']} ({'ran' if ran else 'FAILED'})")
+        gpu = _numerics(str(moved), "--device", "cuda:0", "--precision", "bf16")
+        cpu = _numerics(str(toy), "--device", "cpu", "--precision", "bf16")
+        print(f"numerics bf16: first over tolerance on cuda:0 {gpu['first_over_tolerance']}, "
+              f"on cpu {cpu['first_over_tolerance']} ({gpu['failing']} / {cpu['failing']} "
+              "nodes over)")
+        ok &= gpu["ok"]
+        same = _numerics(str(moved), "--device", "cuda:0", "--on", "cuda:0")
+        exact = same["ok"] and all(n["max_abs"] == 0 for n in same["nodes"])
+        print(f"numerics cuda:0 twice: {'every node exactly equal' if exact else 'NOT exact'} "
+              f"({same['compared']} nodes)")
+        ok &= same["ok"]
+    except RuntimeError as exc:
+        print(f"numerics on cuda FAILED: {exc}")
+        ok = False
+    return ok
 
 
 if __name__ == "__main__":

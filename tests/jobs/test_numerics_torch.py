@@ -319,3 +319,25 @@ def test_with_a_bf16_export_every_matched_node_is_a_torch_pair_s(gpt2_pair):
         assert _bitwise_equal(cand[n["candidate"]], want16[n["candidate"]])
         checked += 1
     assert checked > 100
+
+
+def test_on_another_device_moves_every_baked_device_literal(tiny_archive):
+    """`--on DEV2` runs a copy of the graph whose baked devices are moved (the CPU path
+    of `--on cuda:0`): exactly the literals the audit's device-literal rule counts, as
+    torch's own move_to_device_pass moves them, and the reference graph untouched."""
+    from torch.export.passes import move_to_device_pass
+
+    from inspector.core.archive import open_archive
+    from inspector.core.audit import DEVICE_LITERAL, audit_archive
+    from inspector.jobs.numerics_candidates import move_device_literals
+
+    ep = _torch_programs(tiny_archive)["decoder"]
+    before = [(n.name, str(n.args), str(n.kwargs)) for n in ep.graph_module.graph.nodes]
+    gm = copy.deepcopy(ep.graph_module)
+    moved = move_device_literals(torch, gm, torch.device("cpu"), torch.device("meta"))
+    with open_archive(tiny_archive) as ar:
+        assert moved == len(audit_archive(ar, rules=[DEVICE_LITERAL], programs=["decoder"]))
+    assert [(n.name, str(n.args), str(n.kwargs)) for n in ep.graph_module.graph.nodes] == before
+    theirs = move_to_device_pass(copy.deepcopy(ep), "meta").graph_module
+    assert [(n.name, str(n.args), str(n.kwargs)) for n in gm.graph.nodes] == \
+        [(n.name, str(n.args), str(n.kwargs)) for n in theirs.graph.nodes]
