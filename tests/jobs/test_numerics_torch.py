@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def _torch_programs(path: Path) -> dict[str, Any]:
-    import transformers  # noqa: F401 - registers HF output types with pytree
+    import transformers.modeling_outputs  # noqa: F401 - registers HF output types with pytree
     from torch.export.pt2_archive._package import load_pt2
 
     return load_pt2(str(path)).exported_programs
@@ -70,6 +70,9 @@ def _clone(value: Any) -> Any:
 
 
 def _bitwise_equal(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.nn.Module) or isinstance(b, torch.nn.Module):
+        # a control-flow subgraph fetched by get_attr: a module, not a value
+        return type(a) is type(b)
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
         if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
             return False
@@ -339,5 +342,9 @@ def test_on_another_device_moves_every_baked_device_literal(tiny_archive):
         assert moved == len(audit_archive(ar, rules=[DEVICE_LITERAL], programs=["decoder"]))
     assert [(n.name, str(n.args), str(n.kwargs)) for n in ep.graph_module.graph.nodes] == before
     theirs = move_to_device_pass(copy.deepcopy(ep), "meta").graph_module
-    assert [(n.name, str(n.args), str(n.kwargs)) for n in gm.graph.nodes] == \
-        [(n.name, str(n.args), str(n.kwargs)) for n in theirs.graph.nodes]
+
+    def said(g):  # torch.device('meta') and 'meta' are one device
+        return [(n.name, str(n.args), str(n.kwargs).replace("device(type='meta')", "'meta'"))
+                for n in g.graph.nodes]
+
+    assert said(gm) == said(theirs)
