@@ -125,6 +125,12 @@ class AnnotationStore:
         layer = next((lay for lay in reversed(self.layers(program)) if lay.modules), None)
         return dict(layer.modules) if layer is not None else {}
 
+    def module_heat_title(self, program: str) -> str:
+        """What module_heat's numbers are ("Time", "Bytes"): the module tree's header."""
+        layer = next((lay for lay in reversed(self.layers(program)) if lay.modules), None)
+        title = layer.title if layer is not None else ""
+        return title[:1].upper() + title[1:] if title else "Time"
+
     def programs(self) -> list[str]:
         return [p for p, layers in self._layers.items() if layers]
 

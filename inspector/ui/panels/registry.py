@@ -96,6 +96,12 @@ def _weights(ws: Workspace, services: PanelServices) -> QWidget:
     return WeightsPanel(ws)
 
 
+def _memory(ws: Workspace, services: PanelServices) -> QWidget:
+    from inspector.ui.panels.memory import MemoryPanel
+
+    return MemoryPanel(ws)
+
+
 PANELS: list[PanelSpec] = [
     PanelSpec("audit", "Audit", _audit, "right"),
     PanelSpec("export", "Export", _export, "right"),
@@ -106,4 +112,5 @@ PANELS: list[PanelSpec] = [
     PanelSpec("profile", "Profile", _profile, "bottom"),
     PanelSpec("numerics", "Numerics", _numerics, "bottom"),
     PanelSpec("graph", "Graph", _graph, "right"),
+    PanelSpec("memory", "Memory", _memory, "bottom"),
 ]

@@ -48,10 +48,12 @@ class ModuleTree(QWidget):
         self._view: ProgramView | None = None
         self._heat: dict[str, Heat] = {}
 
-    def set_heat(self, heat: dict[str, Heat]) -> None:
-        """Module path -> heat (a profile's inclusive time per module): the Time column,
-        with a bar for the part of the largest value (the root: the summed node time)."""
+    def set_heat(self, heat: dict[str, Heat], title: str = "Time") -> None:
+        """Module path -> heat (a profile's inclusive time per module, the memory
+        plan's peak per module): the heat column, headed `title`, with a bar for the
+        part of the largest value (the root: the summed node time)."""
         self._heat = dict(heat)
+        self.tree.headerItem().setText(TIME_COLUMN, title)
         top = max((abs(h.value) for h in heat.values()), default=0.0) or 1.0
         for path, item in self._items.items():
             h = heat.get(path)

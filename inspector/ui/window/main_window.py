@@ -381,7 +381,8 @@ class MainWindow(QMainWindow):
         if tab is not None:
             tab.refresh_annotations(program)
             if tab is self.current_tab() and tab.view is not None and tab.view.name == program:
-                self.modules.set_heat(doc.annotations.module_heat(program))
+                self.modules.set_heat(doc.annotations.module_heat(program),
+                                      doc.annotations.module_heat_title(program))
                 self._line_changed(tab, tab.listing.current_line())  # the node's time
 
     def close_tab(self, index: int) -> None:
@@ -535,7 +536,8 @@ class MainWindow(QMainWindow):
         view = tab.view
         self.setWindowTitle(f"{tab.doc.path.name} — {APP_TITLE}")
         self.modules.set_view(view)
-        self.modules.set_heat(tab.doc.annotations.module_heat(view.name))
+        self.modules.set_heat(tab.doc.annotations.module_heat(view.name),
+                              tab.doc.annotations.module_heat_title(view.name))
         self.tables.set_program(tab.doc, view)
         if not self.is_loading():
             self.status_label.setText(self.selection.label() or self._summary(tab))
