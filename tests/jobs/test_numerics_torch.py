@@ -71,8 +71,10 @@ def _clone(value: Any) -> Any:
 
 def _bitwise_equal(a: Any, b: Any) -> bool:
     if isinstance(a, torch.nn.Module) or isinstance(b, torch.nn.Module):
-        # a control-flow subgraph fetched by get_attr: a module, not a value
-        return type(a) is type(b)
+        # a control-flow subgraph fetched by get_attr: a module, not a value (torch
+        # gives each GraphModule its own class, so compare the code it runs)
+        return (isinstance(a, torch.nn.Module) and isinstance(b, torch.nn.Module)
+                and getattr(a, "code", None) == getattr(b, "code", None))
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
         if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
             return False
