@@ -166,6 +166,10 @@ def test_the_window_paints_annotation_layers(qtbot, window, toy_tab):
     nodes = [n for n in view.program.all_nodes() if n.name][:3]
     heat = {n.name: Heat(float(i + 1), f"{i + 1}.0 ms", "self time") for i, n in enumerate(nodes)}
     marks = {nodes[0].name: Mark(ERROR, "fails on meta: no kernel")}
+    # the Memory panel puts each node's bytes in the gutter as the archive opens: this
+    # test paints a profile layer alone, so that one goes first
+    window.workspace.clear_annotations(toy_tab.doc, "memory")
+    assert not toy_tab.listing.line_heat()
     gutter = toy_tab.listing.gutter_width()  # the heat column widens it
     window.workspace.annotate(toy_tab.doc, view.name,
                               AnnotationLayer("profile", marks=marks, heat=heat, title="time"))

@@ -1002,7 +1002,9 @@ def _(base, marker, work):
     doc = base.json()
     tv = _walk_program(doc)["tensor_values"]
     meta = next(iter(tv.values()))
-    for i in range(1_000_000):
+    from inspector.core.program.lean import MAX_TENSOR_RECORDS  # follows the node limit
+
+    for i in range(MAX_TENSOR_RECORDS + 1):
         tv[f"t{i}"] = meta
     return base.with_program(doc, compress=zipfile.ZIP_DEFLATED)
 
