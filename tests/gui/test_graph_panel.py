@@ -148,3 +148,66 @@ def test_a_module_picked_is_selected_in_the_picture(qtbot, graph_panel) -> None:
     qtbot.waitUntil(lambda: panel.view.selected == "m:decoder.transformer.h.1.mlp",
                     timeout=60000)
     assert panel.picture().box("m:decoder.transformer.h.1").open
+
+
+def _box_pixel(panel, box_id: str):
+    """The colour drawn at the middle of a box's left edge strip (inside, off the text)."""
+    view = panel.view
+    item = view.items_by_id[box_id]
+    view.centerOn(item)
+    rect = item.sceneBoundingRect()
+    point = view.mapFromScene(rect.left() + 4, rect.center().y())
+    return view.viewport().grab().toImage().pixelColor(point)
+
+
+def test_annotations_are_painted_on_the_boxes_holding_their_nodes(qtbot, graph_panel) -> None:
+    """The audit's findings of the demo (its `cpu` literals) mark the boxes that hold
+    the marked nodes; a heat layer tints its hottest box; clearing takes both away."""
+    from inspector.core.annotations import AnnotationLayer, Heat
+    from inspector.core.frames import module_path
+
+    window, tab, panel = graph_panel
+    ws, doc = panel.workspace, tab.doc
+    view = tab.view
+    qtbot.waitUntil(lambda: doc.annotations.layer("decoder", "audit") is not None, timeout=60000)
+    audit = doc.annotations.layer("decoder", "audit")
+    marked_nodes = {view.listing.node_at(line) for line in audit.line_marks} - {None}
+    assert marked_nodes, "the demo's audit marks nodes"
+    qtbot.waitUntil(lambda: panel.overlay is not None and any(
+        o.severity for o in panel.overlay.boxes.values()), timeout=60000)
+    pic = panel.picture()
+    shown = {b.id: b for b in pic.boxes}
+    for node in marked_nodes:
+        # the outermost closed module box holding the node, else its own box
+        path = module_path(node.nn_module_stack) or ""
+        parts = path.split(".") if path else []
+        box = next((f"m:{'.'.join(parts[:k])}" for k in range(1, len(parts) + 1)
+                    if f"m:{'.'.join(parts[:k])}" in shown
+                    and not shown[f"m:{'.'.join(parts[:k])}"].open), f"n:{node.name}")
+        assert panel.view.items_by_id[box].overlay.severity is not None, (node.name, box)
+
+    # a heat layer: every decoder node 1, except one hot node in a closed block
+    closed = next(b for b in pic.boxes if b.box.module and not b.open)
+    hot = next(n for n in view.program.graph.nodes
+               if (module_path(n.nn_module_stack) or "").startswith(closed.box.module))
+    for layer in doc.annotations.layers("decoder"):  # the Memory panel's bytes, if there
+        if layer.heat and layer.source != "audit":
+            ws.clear_annotations(doc, layer.source)
+    qtbot.waitUntil(lambda: panel.overlay.heat_source is None, timeout=60000)
+    before = _box_pixel(panel, closed.id)
+    heat = {n.name: Heat(1.0, "1 ms") for n in view.program.graph.nodes}
+    heat[hot.name] = Heat(1000.0, "1 s")
+    ws.annotate(doc, "decoder", AnnotationLayer("profile", heat=heat, title="time"))
+    qtbot.waitUntil(lambda: panel.overlay.heat_source == "profile", timeout=60000)
+    assert panel.view.items_by_id[closed.id].overlay.level == 1.0
+    assert "heat: time (profile)" in panel.where.full_text()
+    assert "time:" in panel.view.items_by_id[closed.id].toolTip()
+    tinted = _box_pixel(panel, closed.id)
+    assert tinted != before, "the hottest box is tinted"
+
+    ws.clear_annotations(doc, "profile")
+    ws.clear_annotations(doc, "audit")
+    qtbot.waitUntil(lambda: not panel.overlay.boxes, timeout=60000)
+    assert all(item.overlay.severity is None and item.overlay.level is None
+               for item in panel.view.items_by_id.values())
+    assert _box_pixel(panel, closed.id) == before

@@ -226,3 +226,78 @@ def test_levels_have_torchs_edges_on_the_release_fixtures() -> None:
         with open_archive(path) as ar:
             checked += check_program(ar.program(ar.program_names[0]), ep)
     assert checked >= 10
+
+
+# --- the overlay: which box carries each node's annotations ---------------------------
+
+def _expected_overlay(fx: FxSide, opened: frozenset[str],
+                      heat: dict[str, float], severity: dict[str, str]) -> tuple[dict, dict]:
+    """Torch's side: each file node boxed by torch's nn_module_stack with `opened` open
+    (the outermost closed module holding it, else its own box); per box the sum of its
+    nodes' heat and the worst of their severities."""
+    from inspector.core.annotations import SEVERITIES
+
+    box_heat: dict[str, float] = {}
+    box_sev: dict[str, str] = {}
+    seen: set[str] = set()
+    for n, node in fx.owner.items():
+        if node.name in seen:
+            continue  # the getitem elements of a multi-output node are that node
+        seen.add(node.name)
+        chain = fx.chain[n]
+        closed = next((p for p in chain if p not in opened), None)
+        box = f"m:{closed}" if closed is not None else f"n:{node.name}"
+        box_heat[box] = box_heat.get(box, 0.0) + heat[node.name]
+        s = severity[node.name]
+        if box not in box_sev or SEVERITIES.index(s) < SEVERITIES.index(box_sev[box]):
+            box_sev[box] = s
+    return box_heat, box_sev
+
+
+def check_overlay(program: Any, ep: Any) -> int:
+    """The root picture of every graph, all closed and with the first level open: each
+    box's overlay is what torch's module tree gives. The number of pictures checked."""
+    from inspector.core.annotations import SEVERITIES, AnnotationLayer, Heat, Mark
+    from inspector.core.graph_overlay import overlay
+    from inspector.core.graph_picture import GraphPicture
+
+    checked = 0
+    for path, graph in graph_paths(program).items():
+        model = GraphModel(program, path)
+        names = [node.name for node in graph.nodes]
+        if len(set(names)) != len(names):
+            continue  # nameless or repeated names: annotations are keyed by name
+        fx = FxSide(_fx_graph_of(ep.graph_module, path).graph, graph, path)
+        heat = {name: float(k + 1) for k, name in enumerate(names)}
+        severity = {name: SEVERITIES[(7 * k) % 3] for k, name in enumerate(names)}
+        layers = [AnnotationLayer("check", marks={n: Mark(s, f"why {n}") for n, s in severity.items()}),
+                  AnnotationLayer("profile", heat={n: Heat(v, f"{v:g} ms") for n, v in heat.items()},
+                                  title="time")]
+        painter = GraphPicture(model)
+        first = frozenset(p for p, info in model.modules.items() if info.depth == 1)
+        for opened in (frozenset(), first):
+            pic = painter.picture("", opened)
+            got = overlay(pic, model, layers)
+            want_heat, want_sev = _expected_overlay(fx, opened, heat, severity)
+            assert {b: o.severity for b, o in got.boxes.items()} == want_sev, (program.name, path)
+            top = max(want_heat.values(), default=1.0)
+            assert {b: round(o.level, 9) for b, o in got.boxes.items()} == {
+                b: round(v / top, 9) for b, v in want_heat.items()}, (program.name, path)
+            if names:  # a graph with no node has no heat to show
+                assert got.heat_source == "profile" and got.heat_title == "time"
+            checked += 1
+    return checked
+
+
+def test_overlays_put_each_nodes_annotations_on_torchs_box_on_the_corpus(corpus) -> None:
+    import transformers.modeling_outputs  # noqa: F401
+    from torch.export.pt2_archive._package import load_pt2
+
+    path, names = corpus
+    eps = load_pt2(str(path)).exported_programs
+    pictures = 0
+    with open_archive(path) as ar:
+        for name in names:
+            pictures += check_overlay(ar.program(name), eps[name])
+    print(f"{pictures} pictures")
+    assert pictures >= 80

@@ -2,7 +2,10 @@
 level at a time, groups opening in place (core/graph_model.py, graph_picture.py; the
 same layout as `pt2-inspector graph`).
 
-It follows the current document and the program its tab shows. Clicking a node's box
+It follows the current document and the program its tab shows, and paints what the
+window knows about nodes on their boxes (core/graph_overlay.py: the audit's and a
+check's marks as outlines, the newest heat — profile time, memory bytes, numeric
+error — as a tint), redone when a panel publishes annotations. Clicking a node's box
 selects the node through the Workspace (the listing moves there); `show_node` does
 the other way: the picture opens the groups holding a node and centres on it. Every
 layout runs on the document's tasks (core code on the thread pool: `dot` runs there
@@ -19,6 +22,7 @@ from PySide6.QtWidgets import (QComboBox, QDockWidget, QHBoxLayout, QToolButton,
                                QVBoxLayout, QWidget)
 
 from inspector.core.graph_model import MODULE, SUBGRAPH, ProgramGraphs
+from inspector.core.graph_overlay import Overlay, overlay
 from inspector.core.graph_picture import GraphPicture, Picture
 from inspector.ui.plain import ElidedLabel, shown
 from inspector.ui.selection import MODULE_CHANGED, PLACE
@@ -28,6 +32,7 @@ from inspector.ui.widgets.theme import is_dark
 from inspector.ui.workspace import Document, Workspace
 
 TASK_KEY = "graph-layout"
+OVERLAY_TASK_KEY = "graph-overlay"
 
 
 @dataclass
@@ -49,6 +54,12 @@ class _State:
         if p is None:
             p = self.painters[graph] = GraphPicture(self.graphs.model(graph))
         return p
+
+
+def _overlay(state: _State, pic: Picture, layers: list, line_of) -> tuple[Picture, Overlay]:
+    """On the pool: the picture's boxes with the annotations (a big program's profile
+    names every node)."""
+    return pic, overlay(pic, state.graphs.model(pic.graph), layers, line_of)
 
 
 def _lay_out(state: _State, graph: str, opened: frozenset[str] | None,
@@ -86,6 +97,7 @@ class GraphPanel(QWidget):
         self.program: str | None = None
         self._states: dict[tuple[int, str], _State] = {}
         self._pending_box: str | None = None  # to select once the picture is there
+        self.overlay: Overlay | None = None  # what the boxes on screen show
         self._dock: QDockWidget | None = None
         self._dock_shown = True
         self._build()
@@ -93,6 +105,7 @@ class GraphPanel(QWidget):
         ws.currentChanged.connect(self._follow)
         ws.documentClosed.connect(self._closed)
         ws.programLoaded.connect(self._loaded)
+        ws.marksChanged.connect(self._marks_changed)
         self.selection = ws.selection
         self.selection.changed.connect(self._selection_changed)
         self._follow(ws.current)
@@ -166,6 +179,32 @@ class GraphPanel(QWidget):
     def _loaded(self, doc: Document, view) -> None:
         if doc is self.doc and view.name == self.program:
             self._refresh()
+
+    def _marks_changed(self, doc: Document, program: str) -> None:
+        if doc is self.doc and program == self.program and self.view.picture is not None:
+            self._annotate(self.view.picture)
+
+    def _annotate(self, pic: Picture) -> None:
+        """Recompute the overlay of the picture on screen from the document's layers."""
+        st, doc, program = self.state(), self.doc, self.program
+        if st is None or doc is None or not program:
+            return
+        layers = doc.annotations.layers(program)
+        if not layers:
+            self._show_overlay(pic, Overlay())
+            return
+        view = doc.view(program)
+        line_of = view.listing.line_of if view is not None else None
+        doc.tasks.start(_overlay, st, pic, layers, line_of, key=OVERLAY_TASK_KEY,
+                        on_done=lambda result: self._show_overlay(*result),
+                        on_fail=self._failed)
+
+    def _show_overlay(self, pic: Picture, result: Overlay) -> None:
+        if pic is not self.view.picture:
+            return  # a newer picture is on screen: its own overlay follows
+        self.overlay = result
+        self.view.set_overlay(result.boxes)
+        self._describe(pic)
 
     def _selection_changed(self, aspects: frozenset[str]) -> None:
         """The listing moved (or a module was picked): the picture follows, when shown."""
@@ -263,6 +302,7 @@ class GraphPanel(QWidget):
         st.graph, st.opened, st.started = graph, opened, True
         self.view.value_text = st.graphs.model(graph).value_text
         self.view.show_picture(pic, is_dark(), keep_view=keep)
+        self._annotate(pic)
         if not keep:
             self.view.fit()
         self._describe(pic)
@@ -277,8 +317,9 @@ class GraphPanel(QWidget):
     def _describe(self, pic: Picture) -> None:
         where = f"subgraph {pic.graph}" if pic.graph else "top graph"
         opened = sum(1 for b in pic.boxes if b.open)
+        legend = self.overlay.legend() if self.overlay is not None else ""
         text = (f"{self.program}: {where} · {len(pic.boxes)} boxes, {opened} groups open · "
-                "Enter opens, Backspace closes")
+                + (f"{legend} · " if legend else "") + "Enter opens, Backspace closes")
         self.where.setText(shown(text, 300))
 
     def picture(self) -> Picture | None:

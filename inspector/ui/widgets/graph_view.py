@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (QGraphicsItem, QGraphicsPathItem, QGraphicsScene,
 
 from inspector.core.graph_layout import LINE_H, PAD_Y
 from inspector.core.graph_model import INPUT, MODULE, NODE, OUTPUT, SUBGRAPH
+from inspector.core.graph_overlay import BoxOverlay
 from inspector.core.graph_picture import TITLE_H, Picture, PictureBox, PictureEdge
 from inspector.ui.plain import plain_tip, shown
 
@@ -28,6 +29,17 @@ _DARK = {NODE: ("#24344a", "#7aa2d6"), MODULE: ("#3d3220", "#d9a441"),
          SUBGRAPH: ("#33284a", "#b08ad6"), INPUT: ("#203a20", "#6cbf6c"),
          OUTPUT: ("#4a2424", "#e07a7a")}
 SELECTED = QColor("#ff8c1a")
+# an overlay's outline by severity, and its heat (tint and bar): core/graph_overlay.py
+SEVERITY_COLORS = {"error": QColor("#d1242f"), "warning": QColor("#c98a00"),
+                   "info": QColor("#3b7dd8")}
+HEAT = QColor("#f0643c")
+HEAT_BAR_H = 3.0
+
+
+def _blend(a: QColor, b: QColor, t: float) -> QColor:
+    return QColor(round(a.red() + (b.red() - a.red()) * t),
+                  round(a.green() + (b.green() - a.green()) * t),
+                  round(a.blue() + (b.blue() - a.blue()) * t))
 
 
 class BoxItem(QGraphicsItem):
@@ -41,24 +53,42 @@ class BoxItem(QGraphicsItem):
         self.fill, self.stroke = QColor(fill), QColor(stroke)
         self.text = QColor("#e6e6e6" if dark else "#1f2328")
         self.frame_bg = QColor("#26231d" if dark else "#fffaf0")
+        self.overlay = BoxOverlay()
         self.setPos(box.x, box.y)
         self.setZValue(-1 if box.open else 1)
-        tip = box.box.node or box.box.module or box.box.graph or box.box.value or ""
-        lines = [tip, box.box.detail]
-        if box.weights:
-            lines.append("weights: " + ", ".join(box.weights))
-        self.setToolTip(plain_tip("\n".join(x for x in lines if x)))
+        self._set_tip()
         self.setAcceptHoverEvents(True)
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable, False)
         self.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+
+    def _set_tip(self) -> None:
+        box = self.box
+        tip = box.box.node or box.box.module or box.box.graph or box.box.value or ""
+        # the overlay before the weights: a module's weights list can fill the tip
+        lines = [tip, box.box.detail, self.overlay.tooltip]
+        if box.weights:
+            lines.append("weights: " + ", ".join(box.weights))
+        self.setToolTip(plain_tip("\n".join(x for x in lines if x)))
+
+    def set_overlay(self, overlay: BoxOverlay) -> None:
+        if overlay != self.overlay:
+            self.overlay = overlay
+            self._set_tip()
+            self.update()
 
     def boundingRect(self) -> QRectF:  # noqa: N802
         return QRectF(-2, -2, self.box.w + 4, self.box.h + 4)
 
     def paint(self, p: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:
-        b = self.box
+        b, ov = self.box, self.overlay
         rect = QRectF(0, 0, b.w, b.h)
-        pen = QPen(SELECTED if self.selected_box else self.stroke, 3 if self.selected_box else 1)
+        marked = SEVERITY_COLORS.get(ov.severity) if ov.severity else None
+        if self.selected_box:
+            pen = QPen(SELECTED, 3)
+        elif marked is not None and not b.open:
+            pen = QPen(marked, 2.5)
+        else:
+            pen = QPen(self.stroke, 1)
         lod = option.levelOfDetailFromTransform(p.worldTransform())
         if b.open:
             pen.setStyle(Qt.PenStyle.DashLine)
@@ -74,12 +104,22 @@ class BoxItem(QGraphicsItem):
                            shown(f"{b.box.module or b.box.label}  {b.box.detail}", 200))
             return
         p.setPen(pen)
-        p.setBrush(self.fill)
+        level = ov.level
+        p.setBrush(self.fill if level is None else _blend(self.fill, HEAT, 0.7 * level))
         radius = 11 if b.kind in (INPUT, OUTPUT) else 4
         p.drawRoundedRect(rect, radius, radius)
+        if level is not None and level > 0:
+            p.setPen(Qt.PenStyle.NoPen)
+            p.setBrush(HEAT)
+            p.drawRect(QRectF(2, b.h - HEAT_BAR_H - 1, (b.w - 4) * level, HEAT_BAR_H))
+        if marked is not None:
+            p.setPen(Qt.PenStyle.NoPen)
+            p.setBrush(marked)
+            p.drawEllipse(QPointF(b.w - 5, 5), 3.5, 3.5)
         if lod < 0.35:
             return  # too small to read: boxes only, as a map
-        lines = [b.box.label] + ([b.box.detail] if b.box.detail else [])
+        detail = "  ".join(x for x in (b.box.detail, ov.text) if x)
+        lines = [b.box.label] + ([detail] if detail else [])
         font = QFont(p.font())
         font.setPointSizeF(8.5)
         for i, line in enumerate(lines):
@@ -154,6 +194,7 @@ class GraphView(QGraphicsView):
         self._out: dict[str, list[str]] = {}
         self._in: dict[str, list[str]] = {}
         self.value_text = lambda value: ""
+        self.overlays: dict[str, BoxOverlay] = {}
 
     # --- content ----------------------------------------------------------------------
 
@@ -165,6 +206,7 @@ class GraphView(QGraphicsView):
         self._out, self._in = {}, {}
         self.picture = pic
         if pic is None:
+            self.overlays = {}  # another program (or none): its boxes' overlay goes too
             return
         edge_color = QColor("#8a8f98" if not dark else "#7d8590")
         for e in pic.edges:
@@ -176,6 +218,8 @@ class GraphView(QGraphicsView):
             self._in.setdefault(e.dst, []).append(e.src)
         for b in pic.boxes:
             item = BoxItem(b, dark)
+            if b.id in self.overlays:
+                item.set_overlay(self.overlays[b.id])
             scene.addItem(item)
             self.items_by_id[b.id] = item
         scene.setSceneRect(QRectF(-40, -40, pic.width + 80, pic.height + 80))
@@ -185,6 +229,12 @@ class GraphView(QGraphicsView):
             self.selected = None
         if keep_view:
             self.centerOn(centre)
+
+    def set_overlay(self, boxes: dict[str, BoxOverlay]) -> None:
+        """Put what the window knows about nodes on the boxes (an empty dict clears)."""
+        self.overlays = dict(boxes)
+        for box_id, item in self.items_by_id.items():
+            item.set_overlay(self.overlays.get(box_id, BoxOverlay()))
 
     def fit(self) -> None:
         if self.picture is not None:
