@@ -1,7 +1,8 @@
 """One self-contained HTML page about an archive, to attach to a bug report.
 
 Sections per program: audit findings (each linked to its listing line), shapes,
-weights summary, profile (when given), the highlighted listing (pygments; each
+weights summary, profile (when given), the graph picture's first view (the Graph
+panel's and `graph`'s layout, inline SVG), the highlighted listing (pygments; each
 source comment folded into a <details>); then the archive's records with their
 risk flags. Everything from the file is HTML-escaped; CSS and the one small
 script are inline, and a Content-Security-Policy forbids every network load and
@@ -35,6 +36,9 @@ PROFILE_TOP_NODES = 40
 # 10,000 lines (ListingLexer; PythonLexer ~6x that), and a 140,000-line
 # listing's page is 41 MB highlighted, 18 MB plain.
 MAX_HIGHLIGHTED_LINES = 50_000
+# The graph picture is drawn when its first view has at most this many boxes: dot
+# takes ~1 s for 1,000 boxes and did not finish 10,000 (ARCHITECTURE.md's layout table).
+MAX_GRAPH_BOXES = 1_500
 
 
 class ReportError(InspectorError):
@@ -93,6 +97,7 @@ def build_report(archive: Archive, programs: Sequence[str], *,
             parts.append(_sub(f"p{i}-profile", "Profile",
                               profile_section(profiles[name], (profile or {}).get("device"),
                                               program, listing, i)))
+        parts.append(_sub(f"p{i}-graph", "Graph", graph_section(program, listing)))
         parts.append(_sub(f"p{i}-listing", f"Listing ({len(listing)} lines)",
                           listing_html(listing, i, {f.line for f in own if f.line is not None})))
         body.append(_section(f"p{i}", f"Program {esc(name)}", "".join(parts)))
@@ -347,6 +352,33 @@ def profile_section(prog: dict[str, Any], device: Any, program: Program, listing
     return "".join(out)
 
 
+def graph_section(program: Program, listing: Listing) -> str:
+    """The program's top graph as the Graph panel first shows it (the chain of sole
+    child modules open, every other module one box), as inline SVG; a line saying why
+    when it cannot be drawn. The SVG's texts are escaped by graph_svg."""
+    from inspector.core.graph_layout import LayoutError
+    from inspector.core.graph_model import GraphModel
+    from inspector.core.graph_picture import GraphPicture
+    from inspector.core.graph_svg import picture_svg
+
+    model = GraphModel(program, "", listing.printed_name)
+    painter = GraphPicture(model)
+    opened = painter.sole_children()
+    boxes = sum(len(model.level(scope).boxes) for scope in ("", *opened))
+    hint = f"<code>pt2-inspector graph FILE --program {esc(program.name)} --module PATH</code>"
+    if boxes > MAX_GRAPH_BOXES:
+        return (f"<p>Not drawn: the top graph has {boxes:,} boxes (the report draws up to "
+                f"{MAX_GRAPH_BOXES:,}); {hint} draws one module.</p>")
+    try:
+        pic = painter.picture("", opened)
+    except LayoutError as exc:
+        return f"<p>Not drawn: {esc(exc)}.</p>"
+    where = f" ({esc(', '.join(sorted(opened)))} open)" if opened else ""
+    return (f"<p class=meta>{len(pic.boxes)} boxes, {len(pic.edges)} edges{where}; each module "
+            f"is one box: {hint} or the window's Graph panel opens them.</p>"
+            f"<div class=graph>{picture_svg(pic, program.name)}</div>")
+
+
 def _float(v: Any) -> float:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
 
@@ -425,6 +457,7 @@ header{padding:16px 24px;background:#1f2937;color:#f3f4f6}
 header h1{margin:0 0 4px;font-size:20px}
 header a{color:#93c5fd;margin-right:4px}
 .meta{color:#6b7280;margin:4px 0}
+.graph{overflow:auto;max-height:640px;border:1px solid #e5e7eb;background:#fff}
 header .meta{color:#d1d5db}
 section{padding:8px 24px 16px;border-bottom:1px solid #e5e7eb}
 h2{font-size:18px;margin:16px 0 8px}

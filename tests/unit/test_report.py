@@ -343,3 +343,55 @@ def test_listing_is_highlighted_and_long_ones_stay_plain(archive: Path, monkeypa
     plain = report.listing_html(listing, 0, set())
     assert "Not highlighted" in plain and '<span class="nf">' not in plain
     assert all(f'id="p0-L{n}"' in plain for n in range(1, len(listing) + 1))
+
+
+DEMO = ROOT / "resources" / "demo" / "toy-tiny.pt2"
+
+
+def _graph_svg(text: str, index: int) -> str:
+    start = text.index('<div class=graph>', text.index(f'id="p{index}-graph"'))
+    return text[start + len('<div class=graph>'):text.index("</svg>", start) + len("</svg>")]
+
+
+def _untitled(svg: str) -> list[str]:
+    return [line for line in svg.strip().splitlines() if not line.startswith("<title>")]
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="needs Graphviz's dot (apt install graphviz)")
+def test_graph_section_is_the_graph_commands_picture(tmp_path: Path) -> None:
+    """Each program's first view as `pt2-inspector graph` draws it (the toy decoder's
+    first view opens its sole chain of modules, `--depth 2`), inline and well-formed."""
+    import xml.etree.ElementTree as ET
+
+    out = tmp_path / "demo.html"
+    r = _cli("report", str(DEMO), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    from inspector.core.archive import open_archive
+
+    with open_archive(DEMO) as ar:
+        names = list(ar.program_names)
+    assert [a.get("id") for _, a in _tags(text) if a.get("id", "").endswith("-graph")] == [
+        f"p{i}-graph" for i in range(len(names))]
+    for i in range(len(names)):
+        ET.fromstring(_graph_svg(text, i))  # well-formed SVG
+    svg = tmp_path / "decoder.svg"
+    r = _cli("graph", str(DEMO), "--program", "decoder", "--depth", "2", "--svg", str(svg))
+    assert r.returncode == 0, r.stderr
+    assert _untitled(_graph_svg(text, names.index("decoder"))) == _untitled(svg.read_text())
+
+
+def test_a_graph_too_big_to_draw_is_named_so(monkeypatch) -> None:
+    from inspector.core import report
+    from inspector.core.archive import open_archive
+    from inspector.core.graph_model import GraphModel
+    from inspector.core.listing import render_listing
+
+    monkeypatch.setattr(report, "MAX_GRAPH_BOXES", 5)
+    with open_archive(DEMO) as ar:
+        program = ar.program("decoder")
+    listing = render_listing(program)
+    part = report.graph_section(program, listing)
+    boxes = len(GraphModel(program).level("").boxes) + len(GraphModel(program).level("decoder").boxes)
+    assert "<svg" not in part
+    assert f"the top graph has {boxes:,} boxes" in part and "--module PATH" in part
