@@ -29,8 +29,12 @@ MAX_SHOWN = 2000
 
 def shown(text: str | None, limit: int = MAX_SHOWN) -> str:
     """`text` as the window shows it: invisible characters marked, cut at `limit`."""
-    text = mark_invisible(text or "")
-    return text if len(text) <= limit else text[:limit] + f"… ({len(text) - limit:,} more characters)"
+    raw = text or ""
+    # cut before marking: a long text costs its first `limit` characters only (a
+    # 100k-node picture's tooltips took most of its scene's build when marked whole)
+    marked = mark_invisible(raw[:limit])
+    more = max(0, len(raw) - limit) + max(0, len(marked) - limit)
+    return marked if not more else marked[:limit] + f"… ({more:,} more characters)"
 
 
 def plain_tip(text: str | None, limit: int = MAX_SHOWN) -> str:

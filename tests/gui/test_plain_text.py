@@ -312,3 +312,18 @@ def test_recent_files_and_tab_tooltips_are_plain_text(qtbot, window, open_wait, 
     with qtbot.waitSignal(window.loadsFinished, timeout=60000):  # the entry opens the file
         window.welcome.recent_buttons[0].click()
     assert window.current_tab() is not None and window.current_tab().doc.path.resolve() == hostile.resolve()
+
+
+def test_a_long_text_is_cut_then_marked() -> None:
+    """`shown` marks the invisible characters of what it shows and counts what it cut,
+    whatever the length (it marks only the head: a megabyte tooltip costs 2,000 chars)."""
+    from inspector.core.text import mark_invisible
+    from inspector.ui.plain import shown
+
+    head = "a\u202eb\u200bc"  # a bidi override and a zero-width space, marked
+    text = head + "x" * 1_000_000
+    out = shown(text, 50)
+    full = mark_invisible(text)
+    assert out == full[:50] + f"… ({len(full) - 50:,} more characters)"
+    assert shown(head, 50) == mark_invisible(head)
+    assert shown("x" * 50, 50) == "x" * 50

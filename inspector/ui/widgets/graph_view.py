@@ -34,6 +34,11 @@ SEVERITY_COLORS = {"error": QColor("#d1242f"), "warning": QColor("#c98a00"),
                    "info": QColor("#3b7dd8")}
 HEAT = QColor("#f0643c")
 HEAT_BAR_H = 3.0
+# Below this zoom a box is too small to read: the picture is a map, boxes plain
+# rectangles and nothing antialiased (a zoomed-out 100k picture's repaint: the
+# antialiased edges took half the frame's CPU; issue 31's pan target).
+MAP_LOD = 0.35
+MAX_TIP_WEIGHTS = 12  # a module box's tooltip names this many of its folded weights
 
 
 def _blend(a: QColor, b: QColor, t: float) -> QColor:
@@ -67,7 +72,9 @@ class BoxItem(QGraphicsItem):
         # the overlay before the weights: a module's weights list can fill the tip
         lines = [tip, box.box.detail, self.overlay.tooltip]
         if box.weights:
-            lines.append("weights: " + ", ".join(box.weights))
+            names = box.weights[:MAX_TIP_WEIGHTS]
+            more = len(box.weights) - len(names)
+            lines.append("weights: " + ", ".join(names) + (f" and {more:,} more" if more else ""))
         self.setToolTip(plain_tip("\n".join(x for x in lines if x)))
 
     def set_overlay(self, overlay: BoxOverlay) -> None:
@@ -106,8 +113,14 @@ class BoxItem(QGraphicsItem):
         p.setPen(pen)
         level = ov.level
         p.setBrush(self.fill if level is None else _blend(self.fill, HEAT, 0.7 * level))
-        radius = 11 if b.kind in (INPUT, OUTPUT) else 4
-        p.drawRoundedRect(rect, radius, radius)
+        if lod < MAP_LOD:
+            p.setRenderHint(QPainter.RenderHint.Antialiasing, False)
+            pen.setWidthF(0)  # cosmetic
+            p.setPen(pen)
+            p.drawRect(rect)
+        else:
+            radius = 11 if b.kind in (INPUT, OUTPUT) else 4
+            p.drawRoundedRect(rect, radius, radius)
         if level is not None and level > 0:
             p.setPen(Qt.PenStyle.NoPen)
             p.setBrush(HEAT)
@@ -116,7 +129,7 @@ class BoxItem(QGraphicsItem):
             p.setPen(Qt.PenStyle.NoPen)
             p.setBrush(marked)
             p.drawEllipse(QPointF(b.w - 5, 5), 3.5, 3.5)
-        if lod < 0.35:
+        if lod < MAP_LOD:
             return  # too small to read: boxes only, as a map
         detail = "  ".join(x for x in (b.box.detail, ov.text) if x)
         lines = [b.box.label] + ([detail] if detail else [])
@@ -153,12 +166,14 @@ class EdgeItem(QGraphicsPathItem):
         self.setPen(pen)
         self.setToolTip(plain_tip(tip))
         self.setZValue(0)
-        stroker = QPainterPathStroker()
-        stroker.setWidth(7)
-        self._shape = stroker.createStroke(path)
+        self._shape: QPainterPath | None = None  # made when first hit-tested
         self.setAcceptHoverEvents(True)
 
     def shape(self) -> QPainterPath:
+        if self._shape is None:
+            stroker = QPainterPathStroker()
+            stroker.setWidth(7)
+            self._shape = stroker.createStroke(self.path())
         return self._shape
 
     def hoverEnterEvent(self, event) -> None:  # noqa: N802
@@ -229,6 +244,11 @@ class GraphView(QGraphicsView):
             self.selected = None
         if keep_view:
             self.centerOn(centre)
+
+    def paintEvent(self, event) -> None:  # noqa: N802
+        # one check a frame, whatever changed the zoom (wheel, keys, fit, a caller)
+        self.setRenderHint(QPainter.RenderHint.Antialiasing, self.transform().m11() >= MAP_LOD)
+        super().paintEvent(event)
 
     def set_overlay(self, boxes: dict[str, BoxOverlay]) -> None:
         """Put what the window knows about nodes on the boxes (an empty dict clears)."""
