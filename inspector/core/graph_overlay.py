@@ -162,3 +162,19 @@ def overlay(picture: Picture, model: GraphModel, layers: Iterable[AnnotationLaye
         out.boxes[box] = BoxOverlay(m.severity if m is not None else None, level, text,
                                     "\n".join(tips))
     return out
+
+
+def lit_boxes(picture: Picture, model: GraphModel, nodes: Iterable[Node | None]) -> set[str]:
+    """The boxes of `picture` that draw `nodes` (the listing's highlighted lines'
+    nodes: search matches, a module's, a source line's, a diff's, failing ones);
+    nodes of other graphs are passed over."""
+    shown = {b.id: b.open for b in picture.boxes}
+    index_of = {node.name: i for i, node in enumerate(model.nodes)}
+    out: set[str] = set()
+    for node in nodes:
+        i = index_of.get(node.name) if node is not None else None
+        if i is not None and model.nodes[i] is node:
+            box = box_of(model, i, shown, picture.scope)
+            if box is not None:
+                out.add(box)
+    return out

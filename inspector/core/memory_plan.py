@@ -26,6 +26,8 @@ are not planned: their HOP node's outputs count as new tensors.
 
 from __future__ import annotations
 
+import functools
+
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -145,10 +147,17 @@ class _Shape:
 def _tree(size: int | str) -> object:
     if type(size) is int:
         return size
+    return _parsed(str(size))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str) -> object:
+    """A size expression parsed once: the alias checks evaluate the same few
+    expressions on every layer (a 100k program parsed them 35,000 times)."""
     try:
-        return parse_printed(str(size))
+        return parse_printed(text)
     except ExprSyntaxError:
-        return _Unknown(str(size))
+        return _Unknown(text)
 
 
 class _Unknown:

@@ -151,12 +151,14 @@ def test_a_module_picked_is_selected_in_the_picture(qtbot, graph_panel) -> None:
 
 
 def _box_pixel(panel, box_id: str):
-    """The colour drawn at the middle of a box's left edge strip (inside, off the text)."""
+    """The colour drawn near a box's top left corner (its fill: inside the outline, off
+    the text, the mark's dot and the heat bar)."""
+    from PySide6.QtCore import QPointF
+
     view = panel.view
     item = view.items_by_id[box_id]
     view.centerOn(item)
-    rect = item.sceneBoundingRect()
-    point = view.mapFromScene(rect.left() + 4, rect.center().y())
+    point = view.mapFromScene(item.mapToScene(QPointF(4, 4)))
     return view.viewport().grab().toImage().pixelColor(point)
 
 
@@ -211,3 +213,44 @@ def test_annotations_are_painted_on_the_boxes_holding_their_nodes(qtbot, graph_p
     assert all(item.overlay.severity is None and item.overlay.level is None
                for item in panel.view.items_by_id.values())
     assert _box_pixel(panel, closed.id) == before
+
+
+def _holding_box(pic, node) -> str:
+    """The picture's box that draws `node` by its own module path: the outermost
+    closed module holding it, else its own box."""
+    from inspector.core.frames import module_path
+
+    shown = {b.id: b for b in pic.boxes}
+    path = module_path(node.nn_module_stack) or ""
+    parts = path.split(".") if path else []
+    for k in range(1, len(parts) + 1):
+        box = f"m:{'.'.join(parts[:k])}"
+        if box in shown and not shown[box].open:
+            return box
+    return f"n:{node.name}"
+
+
+def test_search_matches_light_the_boxes_holding_them(qtbot, graph_panel) -> None:
+    """Typing a search lights, in the picture, the boxes that hold the matching
+    nodes (as the listing paints the lines); clearing it puts them out."""
+    window, tab, panel = graph_panel
+    qtbot.keyClick(window, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
+    qtbot.keyClicks(tab.search.edit, "op:scaled_dot_product_attention")
+    qtbot.waitUntil(lambda: tab.result is not None and bool(tab.result.lines), timeout=60000)
+    listing = tab.view.listing
+    matched = [listing.node_at(line) for line in tab.result.lines]
+    assert matched and all(n is not None for n in matched)
+    want = {_holding_box(panel.picture(), n) for n in matched}
+    qtbot.waitUntil(lambda: panel.view.lit == want, timeout=60000)
+    lit_items = {i for i, item in panel.view.items_by_id.items() if item.lit}
+    assert lit_items == want
+    # open the box holding the first match: the lit box follows it inside
+    first = next(iter(sorted(want)))
+    panel.open_box(first)
+    _wait_picture(qtbot, panel, lambda pic: pic.box(first) is not None and pic.box(first).open)
+    want = {_holding_box(panel.picture(), n) for n in matched}
+    assert first not in want
+    qtbot.waitUntil(lambda: panel.view.lit == want, timeout=60000)
+    tab.search.edit.clear()
+    qtbot.waitUntil(lambda: not panel.view.lit, timeout=60000)
+    assert not any(item.lit for item in panel.view.items_by_id.values())

@@ -236,7 +236,11 @@ class Argument(Struct, frozen=True):
 
     def tensor_names(self) -> list[str]:
         """Names of the graph values this argument reads."""
-        return list(value_names(self.kind, self.value))
+        kind, value = self.kind, self.value
+        if kind == "as_tensor" and type(value) is dict:  # most arguments: no generator
+            name = value.get("name")
+            return [name] if isinstance(name, str) else []
+        return list(value_names(kind, value))
 
     def name(self) -> str | None:
         """The one graph value this argument names: a tensor, a custom object,

@@ -22,10 +22,10 @@ from PySide6.QtWidgets import (QComboBox, QDockWidget, QHBoxLayout, QToolButton,
                                QVBoxLayout, QWidget)
 
 from inspector.core.graph_model import MODULE, SUBGRAPH, ProgramGraphs
-from inspector.core.graph_overlay import Overlay, overlay
+from inspector.core.graph_overlay import Overlay, lit_boxes, overlay
 from inspector.core.graph_picture import GraphPicture, Picture
 from inspector.ui.plain import ElidedLabel, shown
-from inspector.ui.selection import MODULE_CHANGED, PLACE
+from inspector.ui.selection import HIGHLIGHT, MODULE_CHANGED, PLACE
 from inspector.ui.widgets.graph_view import GraphView
 from inspector.ui.widgets.status_area import StatusArea
 from inspector.ui.widgets.theme import is_dark
@@ -33,6 +33,7 @@ from inspector.ui.workspace import Document, Workspace
 
 TASK_KEY = "graph-layout"
 OVERLAY_TASK_KEY = "graph-overlay"
+LIT_TASK_KEY = "graph-lit"
 
 
 @dataclass
@@ -60,6 +61,12 @@ def _overlay(state: _State, pic: Picture, layers: list, line_of) -> tuple[Pictur
     """On the pool: the picture's boxes with the annotations (a big program's profile
     names every node)."""
     return pic, overlay(pic, state.graphs.model(pic.graph), layers, line_of)
+
+
+def _lit(state: _State, pic: Picture, lines: list[int], node_at) -> tuple[Picture, set[str]]:
+    """On the pool: the boxes drawing the highlighted lines (a search can light
+    100,000 of them)."""
+    return pic, lit_boxes(pic, state.graphs.model(pic.graph), map(node_at, lines))
 
 
 def _lay_out(state: _State, graph: str, opened: frozenset[str] | None,
@@ -206,9 +213,29 @@ class GraphPanel(QWidget):
         self.view.set_overlay(result.boxes)
         self._describe(pic)
 
+    def _light(self, pic: Picture) -> None:
+        """Light the boxes of the listing's highlighted lines (search matches, the
+        module's nodes, a source line's, a diff's, failing ones), as the listing does."""
+        st, doc, program = self.state(), self.doc, self.program
+        if st is None or doc is None or not program:
+            return
+        lines = sorted(self.selection.highlighted(doc, program, exclude=()))
+        view = doc.view(program)
+        if not lines or view is None:
+            self._show_lit(pic, set())
+            return
+        doc.tasks.start(_lit, st, pic, lines, view.listing.node_at, key=LIT_TASK_KEY,
+                        on_done=lambda result: self._show_lit(*result), on_fail=self._failed)
+
+    def _show_lit(self, pic: Picture, boxes: set[str]) -> None:
+        if pic is self.view.picture:
+            self.view.set_lit(boxes)
+
     def _selection_changed(self, aspects: frozenset[str]) -> None:
         """The listing moved (or a module was picked): the picture follows, when shown."""
         sel = self.selection
+        if HIGHLIGHT in aspects and self.view.picture is not None:
+            self._light(self.view.picture)
         if sel.document is not self.doc or sel.program != self.program or not self.is_shown():
             return
         if PLACE in aspects and sel.node and f"n:{sel.node}" != self.view.selected:
@@ -303,6 +330,7 @@ class GraphPanel(QWidget):
         self.view.value_text = st.graphs.model(graph).value_text
         self.view.show_picture(pic, is_dark(), keep_view=keep)
         self._annotate(pic)
+        self._light(pic)
         if not keep:
             self.view.fit()
         self._describe(pic)

@@ -29,6 +29,7 @@ _DARK = {NODE: ("#24344a", "#7aa2d6"), MODULE: ("#3d3220", "#d9a441"),
          SUBGRAPH: ("#33284a", "#b08ad6"), INPUT: ("#203a20", "#6cbf6c"),
          OUTPUT: ("#4a2424", "#e07a7a")}
 SELECTED = QColor("#ff8c1a")
+LIT = QColor(255, 213, 0, 150)  # a highlighted box's halo (the listing's highlight)
 # an overlay's outline by severity, and its heat (tint and bar): core/graph_overlay.py
 SEVERITY_COLORS = {"error": QColor("#d1242f"), "warning": QColor("#c98a00"),
                    "info": QColor("#3b7dd8")}
@@ -59,6 +60,7 @@ class BoxItem(QGraphicsItem):
         self.text = QColor("#e6e6e6" if dark else "#1f2328")
         self.frame_bg = QColor("#26231d" if dark else "#fffaf0")
         self.overlay = BoxOverlay()
+        self.lit = False
         self.setPos(box.x, box.y)
         self.setZValue(-1 if box.open else 1)
         self._set_tip()
@@ -83,8 +85,13 @@ class BoxItem(QGraphicsItem):
             self._set_tip()
             self.update()
 
+    def set_lit(self, on: bool) -> None:
+        if on != self.lit:
+            self.lit = on
+            self.update()
+
     def boundingRect(self) -> QRectF:  # noqa: N802
-        return QRectF(-2, -2, self.box.w + 4, self.box.h + 4)
+        return QRectF(-4, -4, self.box.w + 8, self.box.h + 8)
 
     def paint(self, p: QPainter, option: QStyleOptionGraphicsItem, widget=None) -> None:
         b, ov = self.box, self.overlay
@@ -110,6 +117,10 @@ class BoxItem(QGraphicsItem):
                 p.drawText(QRectF(8, 0, b.w - 16, TITLE_H), Qt.AlignmentFlag.AlignVCenter,
                            shown(f"{b.box.module or b.box.label}  {b.box.detail}", 200))
             return
+        if self.lit:
+            p.setPen(QPen(LIT, 6))
+            p.setBrush(Qt.BrushStyle.NoBrush)
+            p.drawRoundedRect(rect, 4, 4)
         p.setPen(pen)
         level = ov.level
         p.setBrush(self.fill if level is None else _blend(self.fill, HEAT, 0.7 * level))
@@ -210,6 +221,7 @@ class GraphView(QGraphicsView):
         self._in: dict[str, list[str]] = {}
         self.value_text = lambda value: ""
         self.overlays: dict[str, BoxOverlay] = {}
+        self.lit: set[str] = set()
 
     # --- content ----------------------------------------------------------------------
 
@@ -221,7 +233,7 @@ class GraphView(QGraphicsView):
         self._out, self._in = {}, {}
         self.picture = pic
         if pic is None:
-            self.overlays = {}  # another program (or none): its boxes' overlay goes too
+            self.overlays, self.lit = {}, set()  # another program (or none): its marks go too
             return
         edge_color = QColor("#8a8f98" if not dark else "#7d8590")
         for e in pic.edges:
@@ -235,6 +247,7 @@ class GraphView(QGraphicsView):
             item = BoxItem(b, dark)
             if b.id in self.overlays:
                 item.set_overlay(self.overlays[b.id])
+            item.lit = b.id in self.lit
             scene.addItem(item)
             self.items_by_id[b.id] = item
         scene.setSceneRect(QRectF(-40, -40, pic.width + 80, pic.height + 80))
@@ -255,6 +268,12 @@ class GraphView(QGraphicsView):
         self.overlays = dict(boxes)
         for box_id, item in self.items_by_id.items():
             item.set_overlay(self.overlays.get(box_id, BoxOverlay()))
+
+    def set_lit(self, boxes: set[str]) -> None:
+        """Light up the boxes drawing the listing's highlighted lines."""
+        self.lit = set(boxes)
+        for box_id, item in self.items_by_id.items():
+            item.set_lit(box_id in self.lit)
 
     def fit(self) -> None:
         if self.picture is not None:
