@@ -39,6 +39,9 @@ MAX_HIGHLIGHTED_LINES = 50_000
 # The graph picture is drawn when its first view has at most this many boxes: dot
 # takes ~1 s for 1,000 boxes and did not finish 10,000 (ARCHITECTURE.md's layout table).
 MAX_GRAPH_BOXES = 1_500
+# ... for this many programs (each level is a `dot` child: an archive of hundreds
+# of programs would take minutes); the others name the command that draws them.
+MAX_GRAPH_PROGRAMS = 16
 
 
 class ReportError(InspectorError):
@@ -97,7 +100,13 @@ def build_report(archive: Archive, programs: Sequence[str], *,
             parts.append(_sub(f"p{i}-profile", "Profile",
                               profile_section(profiles[name], (profile or {}).get("device"),
                                               program, listing, i)))
-        parts.append(_sub(f"p{i}-graph", "Graph", graph_section(program, listing)))
+        if i < MAX_GRAPH_PROGRAMS:
+            graph = graph_section(program, listing)
+        else:
+            graph = (f"<p>Not drawn: the report draws the graphs of its first "
+                     f"{MAX_GRAPH_PROGRAMS} programs; <code>pt2-inspector graph FILE --program "
+                     f"{esc(name)} --svg OUT.svg</code> draws this one.</p>")
+        parts.append(_sub(f"p{i}-graph", "Graph", graph))
         parts.append(_sub(f"p{i}-listing", f"Listing ({len(listing)} lines)",
                           listing_html(listing, i, {f.line for f in own if f.line is not None})))
         body.append(_section(f"p{i}", f"Program {esc(name)}", "".join(parts)))

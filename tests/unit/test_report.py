@@ -395,3 +395,17 @@ def test_a_graph_too_big_to_draw_is_named_so(monkeypatch) -> None:
     boxes = len(GraphModel(program).level("").boxes) + len(GraphModel(program).level("decoder").boxes)
     assert "<svg" not in part
     assert f"the top graph has {boxes:,} boxes" in part and "--module PATH" in part
+
+
+def test_only_the_first_programs_graphs_are_drawn(tmp_path: Path, monkeypatch) -> None:
+    """An archive of many programs: the first MAX_GRAPH_PROGRAMS get their picture,
+    the others a line naming the command (each level is a `dot` child process)."""
+    from inspector.core import report
+    from inspector.core.archive import open_archive
+
+    monkeypatch.setattr(report, "MAX_GRAPH_PROGRAMS", 1)
+    with open_archive(DEMO) as ar:
+        names = list(ar.program_names)
+        page = report.build_report(ar, names)
+    assert page.count("<div class=graph>") == 1
+    assert f"--program {names[1]} --svg OUT.svg" in page
