@@ -157,7 +157,7 @@ SERIALIZER_BUILTINS = frozenset((
     "_operator.rshift",
     "math.trunc",
     "torch.sym_not", "torch.sym_int", "torch.sym_float", "torch.sym_ite", "torch.sym_max",
-    "torch.sym_min", "torch.sym_sqrt",
+    "torch.sym_min", "torch._sym_sqrt",  # torch.sym_sqrt.__name__ is "_sym_sqrt"
 ))
 # functorch's pre-dispatch wrappers: export writes them as plain call_function nodes
 # where a program vmaps (associative_scan's generic combine does); torch's verifier
@@ -651,7 +651,9 @@ def _kwarg_keys(text: str, where: str) -> list[Any]:
         spec = orjson.loads(text)
     except orjson.JSONDecodeError:
         raise UnsafeProgramError(f"{where}: a pytree spec is not JSON") from None
-    children = _list(_dict(spec).get("children_spec")) if isinstance(spec, dict) else []
+    if isinstance(spec, list) and len(spec) == 2 and isinstance(spec[0], int):
+        spec = spec[1]  # [treespec version, spec]
+    children = _list(_dict(spec).get("children_spec"))
     if (_dict(spec).get("type") != "builtins.tuple" or len(children) != 2
             or _dict(children[0]).get("type") != "builtins.tuple"
             or _dict(children[1]).get("type") != "builtins.dict"):
