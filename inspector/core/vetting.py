@@ -729,6 +729,22 @@ class Vetted:
         return any(t.startswith("transformers.") for t in self.pytree_types)
 
 
+def refuse_over_limits(path: str | Path, programs: Iterable[str] | None = None) -> None:
+    """The cheap half of `vet`, for a parent before it parses anything (the CLI plans
+    a program's inputs from its JSON): a deflate bomb, or a program over
+    MAX_LOAD_NODES by the count of its text, is an ArchiveError in milliseconds."""
+    with core.open_archive(path) as ar:
+        refuse_bombs((ar.entry(r.path) for r in ar.records), ArchiveError)
+        if ar.layout != "pt2":
+            return
+        for name in (list(programs) if programs else ar.program_names):
+            if name not in ar.program_names:
+                continue  # vet names it, with the list
+            raw = ar.read_bytes(ar.whole_program_path(name), core.MAX_JSON_BYTES)
+            if count_nodes(raw) > MAX_LOAD_NODES:
+                raise ArchiveError(_too_many(name, f"about {count_nodes(raw):,}"))
+
+
 def vet(path: str | Path, *, trust: bool = False,
         programs: Iterable[str] | None = None) -> Vetted:
     """Check the archive without torch. Raises ArchiveError, UntrustedArchiveError or
