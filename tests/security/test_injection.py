@@ -2,11 +2,19 @@
 is live under plain torch and dead under every command of ours that loads.
 
 The variants are REAL archives (the demo toy, the small fixture archive, fidelity
-corpus archives) with one field rewritten by tests/security/injection.py. Plain torch
-is the judge of liveness: in a child process, `load_pt2(p)` (+ `module()` and a call
-with the archive's sample inputs, or FX's Interpreter as check/profile run a graph)
-writes the marker. Ours: `check`, `profile`, `run` exit 2 with exactly one `error:`
-line naming the program, the node and the field, and no marker.
+corpus archives: a cond with subgraphs, one with buffers and lifted constants, one
+with keyword inputs) with one field rewritten by tests/security/injection.py, for
+every string field torch resolves or pastes into the code FX generates. Plain torch
+is the judge of liveness: in a child process, `load_pt2` + FX's Interpreter (how
+check/profile run a graph) + `module()` and a call with the archive's sample inputs;
+the marker file says whether the code ran. Ours: `check`, `profile`, `run` exit 2
+with exactly one `error:` line naming the program and the field, and no marker,
+with `--trust` too. The fields that reach code only with FX_GRAPH_SHOW_META=1 (node
+metadata) are dead under ours because the job child drops that variable: there the
+program runs normally (exit 0) and no marker appears, with the variable set.
+
+The torch child and our child each run all their variants in one process (a torch
+import costs seconds): the module's `matrix` fixture, about two minutes.
 """
 
 from __future__ import annotations
@@ -14,38 +22,193 @@ from __future__ import annotations
 import subprocess
 import sys
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 import pytest
 
-from injection import CALL, FIELDS, INTERPRET, LOAD, TORCH_CHILD, Variant, variants
+from injection import (
+    CALL,
+    COMMAND_ARGS,
+    FIELDS,
+    INTERPRET,
+    LOAD,
+    NEUTRALIZED,
+    Variant,
+    ours,
+    torch_verdicts,
+    variants,
+)
 from inspector.core import vetting
 from inspector.core.errors import ArchiveError
 from inspector.jobs.runner import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 TOY = ROOT / "resources" / "demo" / "toy-tiny.pt2"
+# the fidelity corpus cases the variants are made from (tests/unit/fidelity_models.py)
+CORPUS_BASES = ("cond/nested_cond", "ops/state_mutation_constants", "ops/kwargs_inputs")
+
+# What the error line says for each field (the loader's name for it).
+FIELD_WORDS = {
+    "operator argument": "operator argument",
+    "operator arguments": "operator argument",
+    "keyword name": "keyword name",
+    "subgraph name": "subgraph name",
+    "value name": "value name",
+    "placeholder name": "placeholder name",
+    "parameter name": "parameter name",
+    "buffer name": "buffer name",
+    "tensor constant name": "tensor constant name",
+    "custom obj name": "custom obj name",
+    "node name": "node name",
+    "forward argument name": "forward argument name",
+    "input spec keyword": "input spec keyword",
+    "module FQN": "module FQN",
+    "symbolic shape": "symbolic shape",
+    "guard": "guard",
+    "range constraint key": "range constraint key",
+    "pytree type": "Python types",
+    "source_fn_stack": "source_fn_stack",
+}
+# Where plain torch cannot load the variant at all, so the field is not live on
+# that base (torch falls back from the code it cannot compile, an `os.system` repr,
+# to a GraphModule that misses the cond's subgraphs).
+NOT_LIVE_ON = {("cond/nested_cond", "operator argument")}
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "inspector", *args], capture_output=True,
-                          text=True, env=child_env(), timeout=900)
+                          text=True, env=child_env(env), timeout=900)
 
 
-def torch_runs(v: Variant) -> subprocess.CompletedProcess[str]:
-    """Plain torch on the variant, as far as `v.live` says the code runs."""
-    return subprocess.run([sys.executable, "-c", TORCH_CHILD, str(v.path), v.program,
-                           v.live or CALL], capture_output=True, text=True,
-                          env={**child_env(), **(v.env or {})}, timeout=900)
+def error_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("error:")]
 
 
-def error_lines(proc: subprocess.CompletedProcess[str]) -> list[str]:
-    return [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+@dataclass
+class Matrix:
+    variants: list[Variant]
+    torch: dict[str, dict]  # variant id -> {"live": stage or "", "errors"}
+    ours: dict[str, dict]  # call key -> {"rc", "stderr", "marker", "torch"}
+    calls: dict[str, tuple[Variant, str, bool]]  # key -> (variant, command, trusted)
+
+
+def _bases(tmp_path_factory: pytest.TempPathFactory, small_archive: Path) -> list[tuple]:
+    sys.path.insert(0, str(ROOT / "tests" / "unit"))  # the corpus lives with the unit tests
+    from fidelity_cases import session_corpus
+
+    archives, _ = session_corpus(tmp_path_factory, list(CORPUS_BASES))
+    by_name = {a.name: a.path for a in archives}
+    assert set(CORPUS_BASES) <= set(by_name), sorted(by_name)
+    return ([("toy", TOY, "decoder"), ("small", small_archive, None)]
+            + [(name, by_name[name], None) for name in CORPUS_BASES])
+
+
+@pytest.fixture(scope="module")
+def matrix(tmp_path_factory: pytest.TempPathFactory, small_archive: Path) -> Matrix:
+    out = tmp_path_factory.mktemp("injection")
+    vs = [v for label, path, program in _bases(tmp_path_factory, small_archive)
+          for v in variants(path, label, out / "torch", program=program)]
+    judged = torch_verdicts(vs, child_env(), sys.executable)
+    # ours on fresh copies (their own markers): the toy under every loading command,
+    # plain and --trust; the other bases under check plain and profile --trust. A
+    # metadata field (reaching code only with FX_GRAPH_SHOW_META=1) runs for real,
+    # with the variable set: under check for each field, under profile and run for one.
+    calls: dict[str, tuple[Variant, str, bool]] = {}
+    plan: list[tuple[str, Variant, list[str], dict[str, str]]] = []
+    for label, path, program in _bases(tmp_path_factory, small_archive):
+        for v in variants(path, label, out / "ours", program=program):
+            if v.field in NEUTRALIZED:
+                runs = [] if label != "toy" else [("check", False)] + (
+                    [("profile", False), ("run", False)] if v.field == "stack trace" else [])
+            elif label == "toy":
+                runs = [(c, t) for c in COMMAND_ARGS for t in (False, True)]
+            else:
+                runs = [("check", False), ("profile", True)]
+            for command, trusted in runs:
+                key = f"{v.id}:{command}{':trust' if trusted else ''}"
+                argv = [command, str(v.path), *COMMAND_ARGS[command]] + (["--trust"] if trusted else [])
+                calls[key] = (v, command, trusted)
+                plan.append((key, v, argv, dict(v.env or {})))
+    return Matrix(vs, judged, ours(plan, child_env(), sys.executable), calls)
+
+
+def _table(m: Matrix) -> str:
+    """field -> (torch's verdict per base, ours), for the report and the failures."""
+    rows = []
+    for field_name in FIELDS:
+        live = sorted({f"{v.base}={m.torch[v.id]['live'] or '-'}" for v in m.variants
+                       if v.field == field_name})
+        mine = [r for k, r in m.ours.items() if m.calls[k][0].field == field_name]
+        dead = sum(1 for r in mine if not r["marker"])
+        rows.append(f"{field_name:22s} torch: {', '.join(live)}  ours: {dead}/{len(mine)} dead")
+    return "\n".join(rows)
+
+
+@pytest.mark.slow
+def test_every_variant_has_the_liveness_the_generator_says(matrix: Matrix) -> None:
+    """Plain torch runs the code of each field the generator marks live, at the stage
+    it says (load, FX's Interpreter as check runs a graph, module() + a call), on every
+    base that has the field; the others never run it (refused by ours as precaution).
+    The two routes of the issue are among the live ones."""
+    print("\n" + _table(matrix))
+    wrong = []
+    for v in matrix.variants:
+        expected = None if (v.base, v.field) in NOT_LIVE_ON else v.live
+        got = matrix.torch[v.id]["live"] or None
+        if got != expected:
+            wrong.append((v.id, expected, got, matrix.torch[v.id]["errors"]))
+    assert not wrong, wrong
+    live = {(v.base, v.field) for v in matrix.variants if matrix.torch[v.id]["live"]}
+    assert ("toy", "operator argument") in live and ("toy", "keyword name") in live
+    assert ("toy", "subgraph name") in live
+    fields = {v.field for v in matrix.variants}
+    assert fields == set(FIELDS), set(FIELDS) - fields  # every field made on some base
+    stages = {matrix.torch[v.id]["live"] for v in matrix.variants}
+    assert {LOAD, INTERPRET, CALL} <= stages
+
+
+@pytest.mark.slow
+def test_every_variant_is_dead_under_check_profile_and_run(matrix: Matrix) -> None:
+    """No marker under any of our loading commands, plain or --trust; a refused
+    variant: exit 2, exactly one `error:` line naming the program and the field,
+    refused before torch is imported in the command's process."""
+    bad = []
+    for key, result in matrix.ours.items():
+        v, command, trusted = matrix.calls[key]
+        errors = error_lines(result["stderr"])
+        if result["marker"]:
+            bad.append((key, "the marker was written: our loader ran the file's code"))
+        elif v.field in NEUTRALIZED:
+            if result["rc"] != 0 or errors:
+                bad.append((key, "a neutralized field should load normally", result["stderr"][-600:]))
+        elif result["rc"] != 2 or len(errors) != 1:
+            bad.append((key, result["rc"], result["stderr"][-600:]))
+        elif (f"program '{v.program}'" not in errors[0]
+              or FIELD_WORDS[v.field] not in errors[0]):
+            bad.append((key, "the error does not name the program and field", errors[0][:300]))
+        elif "Traceback" in result["stderr"]:
+            bad.append((key, "a traceback", result["stderr"][-600:]))
+        elif result["torch"]:
+            bad.append((key, "refused only after torch was imported"))
+    assert not bad, bad
+    assert len(matrix.ours) > 150
+    commands = {(c, t) for c, t in ((cmd, tr) for _, cmd, tr in matrix.calls.values())}
+    assert commands >= {(c, t) for c in COMMAND_ARGS for t in (False, True)}
+    # the metadata fields ran for real: FX_GRAPH_SHOW_META was set for them
+    assert any(v.field in NEUTRALIZED and c == "run" for v, c, _ in matrix.calls.values())
+
+
+# --- the two routes of the issue, through the console script ------------------------
+
+def _one(base: Path, label: str, tmp: Path, program: str, field: str) -> Variant:
+    (v,) = variants(base, label, tmp, program=program, fields=[field])
+    return v
 
 
 def assert_refused(proc: subprocess.CompletedProcess[str], v: Variant, *words: str) -> str:
-    errors = error_lines(proc)
+    errors = error_lines(proc.stderr)
     assert proc.returncode == 2 and len(errors) == 1, (v.id, proc.returncode, proc.stderr[-2000:])
     assert not v.marker.exists(), f"{v.id}: our loader ran the file's code"
     line = errors[0]
@@ -55,22 +218,13 @@ def assert_refused(proc: subprocess.CompletedProcess[str], v: Variant, *words: s
     return line
 
 
-def _one(base: Path, label: str, tmp: Path, program: str, field: str) -> Variant:
-    (v,) = variants(base, label, tmp, program=program, fields=[field])
-    return v
-
-
-# --- the two routes of the issue -------------------------------------------------
-
 def test_issue_route_1_operator_argument_names_os_system(tmp_path: Path) -> None:
     """Critical 1: wrap(torch.serialization.os.system, "touch M"). Live under torch's
     Interpreter (what check/profile run); dead under check, profile and run."""
     live = _one(TOY, "toy", tmp_path / "live", "decoder", "operator argument")
-    torch_runs(live)
+    assert torch_verdicts([live], child_env(), sys.executable)[live.id]["live"] == INTERPRET
     assert live.marker.exists(), "the route is not live under plain torch: the test proves nothing"
-    for command, extra in (("check", ["--device", "cpu"]), ("profile", ["--device", "cpu"]),
-                           ("run", ["--device", "cpu", "--max-tokens", "2", "--repeats", "1",
-                                    "--warmup", "0"])):
+    for command, extra in COMMAND_ARGS.items():
         v = _one(TOY, "toy", tmp_path / command, "decoder", "operator argument")
         line = assert_refused(cli(command, str(v.path), *extra), v,
                               "node 'wrap_injected'", "operator argument",
@@ -84,11 +238,9 @@ def test_issue_route_2_keyword_name_pasted_into_code(tmp_path: Path) -> None:
     """Critical 2: a higher-order op's keyword name, written by FX as f"{name} = {value}".
     Live under torch (module() and a call); dead under check, profile and run."""
     live = _one(TOY, "toy", tmp_path / "live", "decoder", "keyword name")
-    torch_runs(live)
+    assert torch_verdicts([live], child_env(), sys.executable)[live.id]["live"] == CALL
     assert live.marker.exists(), "the route is not live under plain torch: the test proves nothing"
-    for command, extra in (("check", ["--device", "cpu"]), ("profile", ["--device", "cpu"]),
-                           ("run", ["--device", "cpu", "--max-tokens", "2", "--repeats", "1",
-                                    "--warmup", "0"])):
+    for command, extra in COMMAND_ARGS.items():
         v = _one(TOY, "toy", tmp_path / command, "decoder", "keyword name")
         assert_refused(cli(command, str(v.path), *extra, "--trust"), v,
                        "node 'wrap_injected'", "keyword name", "not a Python identifier")
