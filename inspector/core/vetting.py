@@ -89,6 +89,14 @@ class UntrustedArchiveError(InspectorError):
 class UnsafeProgramError(InspectorError):
     """A program's JSON holds strings outside the grammar a genuine export produces."""
 
+    # What a job child sends as the failure's details (the window's Details part)
+    # instead of its traceback: the file is at fault, not our code.
+    details = ("pt2-inspector loads a program only when every string torch resolves "
+               "or writes into the code it generates is what a genuine export writes: "
+               "torch operators, Python identifiers, dotted parameter paths, symbolic "
+               "sizes. This file holds one that is not; torch would run it as code. "
+               "--trust does not change this (README: Safety).")
+
 
 # --- limits ---------------------------------------------------------------------
 
