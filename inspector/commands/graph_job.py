@@ -15,7 +15,10 @@ def run_graph_job(job: str, args: argparse.Namespace, profile: bool) -> dict[str
     from inspector.jobs.graph_spec import GraphRunSpec
     from inspector.jobs.runner import run_job
 
+    from inspector.core.vetting import refuse_over_limits
+
     spec = GraphRunSpec.from_args(args)
+    refuse_over_limits(spec.file, spec.programs)  # before parsing: bombs, the node limit
     spec.plan()
     bar = ProgressBar(delay_s=1.0)  # progress for the runs that take more than a second
 

@@ -36,7 +36,8 @@ from typing import Any
 from inspector.core.errors import InspectorError
 from inspector.core.profile_report import failure_record
 from inspector.jobs import graph_spec
-from inspector.jobs.graph_run import Loaded, first_line, load_for_run, target_text, timed_nodes
+from inspector.jobs.graph_run import (Loaded, first_line, load_for_run, target_text, timed_nodes,
+                                      vet_for_run)
 from inspector.jobs.graph_spec import GraphRunSpec
 from inspector.jobs.inputs import flat_arguments, user_values
 from inspector.jobs.protocol import Emitter
@@ -72,11 +73,12 @@ def fake_device(torch: Any, name: str) -> Any:
 
 
 def run(spec: GraphRunSpec, emit: Emitter) -> dict[str, Any]:
-    emit.progress("import torch", 0.0)
+    vetted = vet_for_run(spec, emit)  # before torch: a refusal costs no import
+    emit.progress("import torch", 0.02)
     import torch
 
     device = fake_device(torch, spec.device)
-    loaded = load_for_run(spec, emit, payloads="meta", start=0.05, end=0.2)
+    loaded = load_for_run(spec, emit, payloads="meta", vetted=vetted, start=0.05, end=0.2)
     results = []
     span = 0.8 / max(len(loaded.names), 1)
     for i, name in enumerate(loaded.names):

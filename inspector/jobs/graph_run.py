@@ -30,21 +30,33 @@ class Loaded:
     indexes: dict[str, dict[str, NodeInfo]]
 
 
-def load_for_run(spec: GraphRunSpec, emit: Emitter, payloads: str, start: float = 0.0,
-                 end: float = 0.2) -> Loaded:
-    """Vet (refusing records that run code unless --trust), plan the inputs from the
-    vetted JSON, load with torch, and index the listing of each program."""
-    from inspector.jobs import load
+def vet_for_run(spec: GraphRunSpec, emit: Emitter) -> Any:
+    """Vet the archive (core/vetting.py) before torch is imported: a refusal (records
+    that run code without --trust, a name or operator off the allow-list, over the
+    node limit, a deflate bomb) costs no torch import and no graph."""
+    from inspector.core.vetting import vet
 
     names = list(spec.programs)
     if not names:
         with open_archive(spec.file) as archive:
             names = list(archive.program_names)
-    emit.progress("vet archive", start)
-    vetted = load.vet(spec.file, trust=spec.trust, programs=names)
+    emit.progress("vet archive", 0.0)
+    vetted = vet(spec.file, trust=spec.trust, programs=names)
     if vetted.trusted:
         emit.log(f"loading {len(vetted.trusted)} record(s) that run code, as trusted: "
                  + ", ".join(vetted.trusted[:5]), "warning")
+    return vetted
+
+
+def load_for_run(spec: GraphRunSpec, emit: Emitter, payloads: str, start: float = 0.0,
+                 end: float = 0.2, vetted: Any = None) -> Loaded:
+    """Plan the inputs from the vetted JSON (vetting first, unless `vetted` is given:
+    see vet_for_run), load with torch, and index the listing of each program."""
+    from inspector.jobs import load
+
+    if vetted is None:
+        vetted = vet_for_run(spec, emit)
+    names = list(vetted.program_names)
     docs = {n: orjson.loads(vetted.program_bytes[n]) for n in names}
     plans = plan_programs(docs, spec.dim_values, spec.shape_values)
     del docs

@@ -91,12 +91,19 @@ class GraphRunSpec:
     def plan(self) -> tuple[list[str], dict[str, InputPlan]]:
         """(program names, their input plans) from the archive's JSON, without torch:
         unknown programs, symbols and inputs, dims out of range and shapes that do
-        not fit are InputSpecError / ArchiveError here."""
+        not fit are InputSpecError / ArchiveError here. Each program is vetted first
+        (core/vetting.py's walk, the loader's allow-list): a string off it is the
+        error, not whatever the planner would make of it (a `symbolic shape` holding
+        code is an UnsafeProgramError naming it, not a size it cannot compute)."""
+        from inspector.core.vetting import check_program
+
         with open_archive(self.file) as archive:
             names = list(self.programs) or list(archive.program_names)
             for name in names:
                 archive.program_path(name)  # "no program named ..." with the list
             docs = {name: archive.program_json(name) for name in names}
+        for name, doc in docs.items():
+            check_program(name, doc)
         return names, plan_programs(docs, self.dim_values, self.shape_values)
 
 

@@ -52,7 +52,7 @@ from inspector.core.profile_report import (
 from inspector.core.timing_spread import LoadWatch, cpu_count, spread, unsteady_warning
 from inspector.jobs import graph_spec
 from inspector.jobs.timed_generation import Timer, check_device, device_name
-from inspector.jobs.graph_run import Loaded, load_for_run, target_text, timed_nodes
+from inspector.jobs.graph_run import Loaded, load_for_run, target_text, timed_nodes, vet_for_run
 from inspector.jobs.graph_spec import GraphRunSpec
 from inspector.jobs.inputs import flat_arguments, user_values
 from inspector.jobs.node_timers import node_timer
@@ -77,7 +77,8 @@ class NodeFailed(Exception):
 
 
 def run(spec: GraphRunSpec, emit: Emitter) -> dict[str, Any]:
-    emit.progress("import torch", 0.0)
+    vetted = vet_for_run(spec, emit)  # before torch: a refusal costs no import
+    emit.progress("import torch", 0.02)
     import torch
 
     device = check_device(torch, spec.device)  # RunError: not on this machine
@@ -85,7 +86,7 @@ def run(spec: GraphRunSpec, emit: Emitter) -> dict[str, Any]:
         torch.set_num_threads(spec.threads)
     # "cpu" payloads: a retargeted archive records cuda, which torch's loader would
     # move to at once; load on the CPU and move below, to DEV.
-    loaded = load_for_run(spec, emit, payloads="cpu", start=0.05, end=0.15)
+    loaded = load_for_run(spec, emit, payloads="cpu", vetted=vetted, start=0.05, end=0.15)
     results = []
     span = 0.85 / max(len(loaded.names), 1)
     timer_kind = ""

@@ -142,14 +142,23 @@ def _hidden(out: Any) -> Any:
     return out
 
 
-def build(spec: RunSpec, torch: Any, device: Any, emit: Emitter) -> Generator:
-    from inspector.jobs import load
+def vet_archive(spec: RunSpec, emit: Emitter) -> Any:
+    """The vetting of core/vetting.py, before torch is imported."""
+    from inspector.core.vetting import vet
 
-    emit.progress("vet archive", 0.05)
-    vetted = load.vet(spec.file, trust=spec.trust, programs=["encoder", "decoder"])
+    emit.progress("vet archive", 0.0)
+    vetted = vet(spec.file, trust=spec.trust, programs=["encoder", "decoder"])
     if vetted.trusted:
         emit.log(f"loading {len(vetted.trusted)} record(s) that run code, as trusted: "
                  + ", ".join(vetted.trusted[:5]), "warning")
+    return vetted
+
+
+def build(spec: RunSpec, torch: Any, device: Any, emit: Emitter, vetted: Any = None) -> Generator:
+    from inspector.jobs import load
+
+    if vetted is None:
+        vetted = vet_archive(spec, emit)
     info = vetted.info or {}
     xspec = info.get("spec") if isinstance(info.get("spec"), dict) else {}
     positions = bool(xspec.get("cache_position", False))
@@ -298,14 +307,15 @@ def run(spec: RunSpec, emit: Emitter) -> dict[str, Any]:
     for note in notes:
         emit.log(note, "warning")
     assert spec.batch is not None and spec.max_tokens is not None
-    emit.progress("import torch", 0.0)
+    vetted = vet_archive(spec, emit)  # before torch: a refusal costs no import
+    emit.progress("import torch", 0.02)
     import torch
 
     device = check_device(torch, spec.device)
     if spec.threads:  # 0: torch's own choice (one per core: spins on a busy machine)
         torch.set_num_threads(spec.threads)
     try:
-        gen = build(spec, torch, device, emit)
+        gen = build(spec, torch, device, emit, vetted)
     except torch.OutOfMemoryError:
         raise RunError(f"out of memory on {device} while loading the model "
                        "(free the device or use a smaller preset)", traceback.format_exc(),

@@ -188,7 +188,8 @@ def test_child_streams_progress_and_can_be_cancelled(tiny_archive):
     events, code = run_events("check", [str(tiny_archive), "--device", "cuda"])
     assert code == 0  # a result was sent; failing nodes are in it
     stages = [e["stage"] for e in events if e["event"] == "progress"]
-    assert stages[0] == "import torch" and stages[-1] == "done"
+    # vetting first, torch-free (a refusal costs no torch import), then torch
+    assert stages[:2] == ["vet archive", "import torch"] and stages[-1] == "done"
     assert any(s.startswith("check decoder: node ") for s in stages)
     fractions = [e["fraction"] for e in events if e["event"] == "progress"]
     assert fractions == sorted(fractions)
