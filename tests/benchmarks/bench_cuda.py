@@ -15,6 +15,12 @@ On the tiny toy exported on the CPU:
    archive (`--device cpu --precision bf16` on the CPU export); and `--device cuda:0
    --on cuda:0` (the same GPU twice): every node's error exactly 0 (a run-to-run
    nondeterminism check of the GPU kernels).
+5. memory (issue 32): `profile --memory --device cuda:0` on the retargeted archive:
+   each node's allocation measured with torch.cuda.memory_allocated /
+   max_memory_allocated beside the static plan; printed: the peak measured against
+   the estimate (the caching allocator's and cuBLAS workspace's share) and the nodes
+   whose new storages differ from the plan; must be CUDA's method and the peak ratio
+   at least 1 (a node holds at least what the plan says is live).
 Exit 1 on a mismatch or a miss; exit 2 (nothing run) without CUDA.
 The CPU paths of step 4 are what tests/jobs/test_numerics_torch.py covers.
 
@@ -91,7 +97,29 @@ def main() -> int:
                   f"{'within' if within else 'OUTSIDE'} 1/{TARGET}..{TARGET}), instrumented "
                   f"{inst:.3f} ms ({inst / fwd:.2f}x: the events' and interpreter's cost)")
         ok &= numerics_on_cuda(toy, moved)
+        ok &= memory_on_cuda(moved)
     return 0 if ok else 1
+
+
+def memory_on_cuda(moved: Path) -> bool:
+    from inspector.jobs.memory_measure import CUDA_METHOD
+
+    proc = cli("profile", str(moved), "--device", "cuda:0", "--program", "decoder", "--memory",
+               "--input", "input_ids=4x64", "--warmup", "1", "--repeats", "1", "--json")
+    if proc.returncode != 0:
+        print(f"profile --memory on cuda:0 FAILED: {proc.stderr.strip()[-300:]}")
+        return False
+    (p,) = json.loads(proc.stdout)["programs"]
+    m = p["memory"]
+    differ = [r["name"] for r in m["nodes"] if r["allocated_bytes"] != r["estimated_new_bytes"]]
+    peak = m["peak"]
+    good = m["method"] == CUDA_METHOD and peak["ratio"] >= 1.0
+    print(f"memory on cuda:0 ({m['method']}): peak measured {peak['measured_bytes']:,} B at "
+          f"{peak['measured_node']}, estimated {peak['estimated_bytes']:,} B at "
+          f"{peak['estimated_node']} (ratio {peak['ratio']}); {len(differ)} of {len(m['nodes'])} nodes allocate other "
+          f"than the plan's new storages{': ' + ', '.join(differ[:8]) if differ else ''}"
+          f"{'' if good else ' — MISS'}")
+    return good
 
 
 def _numerics(*args: str) -> dict:
