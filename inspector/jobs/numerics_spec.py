@@ -74,7 +74,7 @@ class NumericsSpec:
         graph = GraphRunSpec(file=args.file, device=args.device,
                              programs=tuple(args.program or ()), dims=tuple(args.dim or ()),
                              inputs=tuple(args.input or ()), seed=args.seed, trust=args.trust,
-                             threads=getattr(args, "threads", 0) or 0).validate()
+                             threads=getattr(args, "threads", 1)).validate()
         candidate, value = getattr(args, "candidate", None), getattr(args, "value", "") or ""
         if candidate is None:  # the CLI's spelling: one option per candidate
             for name in CANDIDATES:
@@ -99,8 +99,11 @@ def add_arguments(parser: argparse.ArgumentParser, cli: bool = False) -> None:
     """The options of `numerics`: the child takes --candidate/--value, the CLI one
     option per candidate (exactly one)."""
     graph_spec.add_arguments(parser)
-    parser.add_argument("--threads", type=int, default=0, metavar="N",
-                        help="CPU threads of the reference run (default: torch's own choice)")
+    parser.add_argument("--threads", type=int, default=1, metavar="N",
+                        help="CPU threads of the reference run (default: 1; 0: torch's own "
+                             "choice, one per core, with which some kernels split their work "
+                             "differently from run to run: an archive against itself then "
+                             "differs in a few nodes)")
     if cli:
         group = parser.add_mutually_exclusive_group(required=True)
         group.add_argument("--precision", choices=tuple(PRECISIONS),

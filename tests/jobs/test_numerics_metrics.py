@@ -111,3 +111,18 @@ def test_integers_bools_symints_tuples_exact():
     assert compare(torch, None, None, None, None) is None
     shape = compare(torch, torch.ones(2), torch.ones(3), None, None)
     assert not shape.passes and "shape" in shape.notes[0]
+
+
+def test_passes_is_assert_close_s_at_the_tolerance_itself():
+    """A float32 pair within float32's rounding of the tolerance: torch.isclose (in the
+    promoted dtype, as assert_close) accepts it while its exact float64 ratio is just
+    over 1. `passes` says what assert_close says, not what the float64 ratio would."""
+    ref = torch.tensor([3.8695333003997803, 1.0], dtype=torch.float32)
+    cand = torch.tensor([3.8734028339385986, 1.0], dtype=torch.float32)
+    rtol, atol = 1e-3, 0.0
+    ratio = float(((cand.double() - ref.double()).abs() / (rtol * ref.double().abs())).max())
+    assert ratio > 1.0  # the float64 ratio alone would fail it
+    assert _torch_passes(ref, cand, rtol, atol)
+    got = compare(torch, ref, cand, rtol, atol)
+    assert got.passes
+    assert got.tol_ratio == pytest.approx(ratio, rel=1e-12)
