@@ -511,3 +511,15 @@ def _sym_value(payload: Any, env: dict[str, int], name: str, where: str) -> Any:
                     pass
     raise InputSpecError(f"{where}, input {name!r}: its value cannot be worked out from the "
                          "program")
+
+
+def plan_archive_inputs(archive: Any, names: list[str], dims: tuple[str, ...] | list[str],
+                        inputs: tuple[str, ...] | list[str]) -> dict[str, InputPlan]:
+    """The inputs `check`/`profile` would make for programs `names` of an open
+    archive, from the option texts (`--dim`, `--input`). Reads program JSON: run
+    it off the GUI thread."""
+    docs = {}
+    for name in names:
+        archive.program(name)  # the vetted parse first (cached): its limits hold for the text
+        docs[name] = plan_document(archive.program_text(name)) or archive.program_json(name)
+    return plan_programs(docs, parse_dims(list(dims)), parse_shapes(list(inputs)))

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import re
 
-from pygments.token import Comment, Keyword, Name, Number, Operator, String
-
 from inspector.core.listing_lexer import ListingLexer  # one set of rules (the report uses it too)
+from inspector.core.token_categories import token_category
 
 Span = tuple[int, int, str]  # start, end, category (theme.tokens key, or SYMBOL + name)
 
@@ -20,26 +19,6 @@ SYMBOL_NAME = re.compile(r"(?<![\w.])([a-z]+\d+)(?![\w.(])")
 _LEXER = ListingLexer(stripnl=False, ensurenl=False)
 
 
-def _category(ttype) -> str | None:
-    if ttype in Comment:
-        return "comment"
-    if ttype in String:
-        return "string"
-    if ttype in Number:
-        return "number"
-    if ttype in Keyword and ttype not in Keyword.Type:
-        return "keyword"
-    if ttype in Name.Builtin:
-        return "builtin"
-    if ttype in Keyword.Type:
-        return "annotation"
-    if ttype in Name.Function:
-        return "target"
-    if ttype in Operator:
-        return "operator"
-    return None
-
-
 def highlight_line(text: str) -> list[Span]:
     """Coloured spans of one line (uncoloured text is simply not listed)."""
     if not text.strip():
@@ -48,7 +27,7 @@ def highlight_line(text: str) -> list[Span]:
     for start, ttype, value in _LEXER.get_tokens_unprocessed(text):
         if not value:
             continue
-        cat = _category(ttype)
+        cat = token_category(ttype, function="target")  # torch.ops.* targets
         if cat:
             end = start + len(value)
             if spans and spans[-1][2] == cat and spans[-1][1] == start:

@@ -171,3 +171,44 @@ def export_run_problems(batch_min: int, batch_max: int, seq_min: int, seq_max: i
     if not out and seq_max < DEFAULT_MAX_TOKENS:
         out.append(f"generation will stop after {seq_max} tokens (the seq_len range ends there)")
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class RunBox:
+    """One number box of a run's options: its range, the value to show there, the
+    tip that says where the range comes from."""
+
+    low: int
+    high: int
+    default: int
+    tip: str
+
+    def clamp(self, value: int | None) -> int:
+        """`value` (the user's choice; None: none) moved into the range."""
+        return min(max(self.default if value is None else value, self.low), self.high)
+
+
+def run_boxes(ranges: GeneratorRanges | None, batch_limit: int,
+              tokens_limit: int) -> tuple[RunBox, RunBox]:
+    """The Batch and Max tokens boxes for an archive's ranges (None: not read yet):
+    the archive's range within the job's limits, its defaults (run_defaults)."""
+    defaults = run_defaults(ranges) if ranges is not None else None
+    b = ranges.batch if ranges is not None else None
+    lo, hi = 1, batch_limit
+    if b is not None:
+        lo = max(1, b.min)
+        hi = max(lo, min(batch_limit, b.max if b.max is not None else batch_limit))
+    batch_tip = "images per generation"
+    if b is not None:
+        batch_tip += (f" (the archive's batch size is fixed at {b.min})" if b.static else
+                      f" (the archive accepts {lo} to {hi})")
+    tokens_hi = tokens_limit
+    seq = ranges.seq if ranges is not None else None
+    if seq is not None and seq.max is not None:
+        tokens_hi = max(1, min(tokens_limit, seq.max))
+    tokens_tip = "stop after this many tokens"
+    if tokens_hi < tokens_limit:
+        tokens_tip += f" (at most {tokens_hi}: the archive's seq_len range ends there)"
+    return (RunBox(lo, hi, defaults.batch if defaults else DEFAULT_BATCH, batch_tip),
+            RunBox(1, tokens_hi, defaults.max_tokens if defaults else DEFAULT_MAX_TOKENS,
+                   tokens_tip))

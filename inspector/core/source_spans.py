@@ -1,8 +1,10 @@
-"""Colour spans of a whole source text (C++ of an AOTInductor package), per line.
+"""Colour spans of a whole source text, per line: the C++ of an AOTInductor
+package, and the Python files the Source pane shows (`python_spans`).
 
 The text is lexed once by pygments, as a whole (a `/* ... */` comment or a raw
 string over many lines stays right), and cut into per-line spans with a
-category name the window's theme colours (`keyword`, `comment`, ...). Big
+category name the window's theme colours (`keyword`, `comment`, ...; the one
+map of inspector/core/token_categories.py). Big
 generated files are bounded: only the first `limit` characters are lexed, the
 rest stays plain. Qt-free: the window runs this off its GUI thread and applies
 the spans of the lines it paints.
@@ -14,7 +16,8 @@ import bisect
 from collections.abc import Callable
 
 from pygments.lexer import Lexer
-from pygments.token import Comment, Keyword, Name, Number, String
+
+from inspector.core.token_categories import token_category
 
 Span = tuple[int, int, str]  # start column, end column, category
 
@@ -22,27 +25,6 @@ Span = tuple[int, int, str]  # start column, end column, category
 # shared machine (4 MiB in 39 s), so 2 MiB keeps a huge wrapper's colours
 # within seconds to tens of seconds of a background thread; beyond, plain text.
 MAX_HIGHLIGHT_CHARS = 2 * 1024 * 1024
-
-
-def cpp_category(ttype) -> str | None:
-    """The theme category of a pygments token type (None: default colour)."""
-    if ttype in Comment.Preproc or ttype in Comment.PreprocFile:
-        return "builtin"
-    if ttype in Comment:
-        return "comment"
-    if ttype in String:
-        return "string"
-    if ttype in Number:
-        return "number"
-    if ttype in Keyword.Type:
-        return "annotation"
-    if ttype in Keyword:
-        return "keyword"
-    if ttype in Name.Function:
-        return "function"
-    if ttype in Name.Builtin:
-        return "builtin"
-    return None
 
 
 def lexer_for(path: str) -> Lexer:
@@ -54,7 +36,7 @@ def lexer_for(path: str) -> Lexer:
 
 
 def line_spans(text: str, lexer: Lexer, limit: int = MAX_HIGHLIGHT_CHARS,
-               category: Callable[[object], str | None] = cpp_category,
+               category: Callable[[object], str | None] = token_category,
                cancelled: Callable[[], bool] = lambda: False) -> dict[int, list[Span]]:
     """{0-based line: spans} of the first `limit` characters of `text`.
     `cancelled()` is asked now and then: a closed tab stops the work."""
@@ -87,3 +69,9 @@ def line_spans(text: str, lexer: Lexer, limit: int = MAX_HIGHLIGHT_CHARS,
             line += 1
             pos = starts[line] if line < len(starts) else end
     return spans
+
+
+def python_spans(text: str, cancelled: Callable[[], bool] = lambda: False) -> dict[int, list[Span]]:
+    """{0-based line: spans} of a Python source file (the Source pane's), lexed whole
+    so a multi-line string stays right. Pure Python: run it off the GUI thread."""
+    return line_spans(text, lexer_for(".py"), len(text), cancelled=cancelled)

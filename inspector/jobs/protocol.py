@@ -178,6 +178,11 @@ class JobFailure:
     code: str = FAILED
     exit_code: int | None = None
 
+    @property
+    def untrusted(self) -> bool:
+        """The child refused the archive: loading it would run code from it."""
+        return self.code == UNTRUSTED
+
 
 class StderrTail:
     """The last STDERR_KEEP_BYTES of a child's stderr (torch can print megabytes)."""

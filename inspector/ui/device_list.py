@@ -3,41 +3,13 @@ imports torch) and shared by the panels that offer a device choice."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QComboBox
 
+from inspector.core.device_choices import CPU, DeviceInfo, parse_devices
 from inspector.ui.job_runner import JobRunner
-
-
-@dataclass(frozen=True)
-class DeviceInfo:
-    id: str  # what a job takes: cpu, cuda:0, mps
-    label: str  # what a person reads: "cuda:0 - NVIDIA H200 (141 GB)"
-
-
-CPU = DeviceInfo("cpu", "cpu")
-
-
-def parse_devices(result: dict[str, Any]) -> list[DeviceInfo]:
-    """The devices job's result -> choices, cpu always first."""
-    out: list[DeviceInfo] = []
-    for dev in result.get("devices") or []:
-        if not isinstance(dev, dict) or not isinstance(dev.get("id"), str):
-            continue
-        label = dev["id"]
-        name = dev.get("name")
-        mem = dev.get("memory_bytes")
-        if isinstance(name, str) and name and dev["id"] != "cpu":
-            label += f" - {name}"
-            if isinstance(mem, int) and mem > 0:
-                label += f" ({mem / 1e9:.0f} GB)"
-        out.append(DeviceInfo(dev["id"], label))
-    if not any(d.id == "cpu" for d in out):
-        out.insert(0, CPU)
-    return out
 
 
 class DeviceSource(QObject):
@@ -69,7 +41,7 @@ class DeviceSource(QObject):
         self.runner.shutdown()
 
     def _on_result(self, event: dict[str, Any]) -> None:
-        self.devices = parse_devices(event)
+        self.devices = parse_devices(event)  # core/device_choices.py
         self.torch_version = event.get("torch")
         self.changed.emit(list(self.devices))
 

@@ -19,7 +19,8 @@ from _panel_helpers import ROOT, no_leaks  # noqa: F401
 from inspector.core.archive import open_archive
 from inspector.core.run_ranges import DEFAULT_MAX_TOKENS, generator_ranges, run_defaults
 from inspector.ui import settings as keys
-from inspector.ui.panels.run import RUN_OPTIONS_KEY, RunPanel, window_terms
+from inspector.core.job_words import window_terms
+from inspector.ui.panels.run import RUN_OPTIONS_KEY, RunPanel
 from inspector.ui.workspace import Workspace
 
 DEMO = ROOT / "resources" / "demo" / "toy-tiny.pt2"

@@ -17,7 +17,8 @@ from _panel_helpers import ROOT, _alive, no_leaks, wait_gone  # noqa: E402,F401
 from PySide6.QtCore import QTimer  # noqa: E402
 from PySide6.QtGui import QImage  # noqa: E402
 
-from inspector.ui.panels.run import RunPanel, run_label  # noqa: E402
+from inspector.core.run_results import run_label  # noqa: E402
+from inspector.ui.panels.run import RunPanel  # noqa: E402
 
 
 @pytest.fixture
@@ -70,7 +71,7 @@ def test_draws_a_real_run_and_stays_responsive(qtbot, panel, toy, tmp_path):
     assert [round(v, 4) for v in record.series.values()] == result["per_token_ms"]
     assert record.steps == list(range(n))
     # The chart shows every sample and was redrawn by its timer while the child ran.
-    x, y = record.series.curve.getData()
+    x, y = panel.chart.curve(record.series).getData()
     assert len(y) == n
     assert redraws_while_running
     assert panel.chart.frames > 0
@@ -94,7 +95,7 @@ def test_draws_a_real_run_and_stays_responsive(qtbot, panel, toy, tmp_path):
     legend = panel.chart.plot.plotItem.legend
     assert [label.text for _sample, label in legend.items] == [record.label, eager.label]
     assert eager.label.startswith("eager") and len(panel.stats_rows()) == 2
-    assert record.series.curve.getData()[1] is not None and len(record.series.curve.getData()[1]) == n
+    assert panel.chart.curve(record.series).getData()[1] is not None and len(panel.chart.curve(record.series).getData()[1]) == n
     qtbot.waitUntil(lambda: panel.run_button.isEnabled(), timeout=5000)
 
     # Save: CSV rows per token, JSON with the result, PNG of the chart.

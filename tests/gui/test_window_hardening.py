@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "security"))
 from archive_factory import ArchiveFactory  # noqa: E402
 from hostile_corpus import PROGRAM, Base, _many_nodes, by_name, export_base_archive  # noqa: E402
 
+from inspector.core import source_spans  # noqa: E402
 from inspector.core.frames import Frame  # noqa: E402
 from inspector.core.text import MARKED, mark_invisible  # noqa: E402
 from inspector.ui.widgets import source_pane as sp  # noqa: E402
@@ -99,13 +100,13 @@ def test_big_source_file_is_not_lexed_on_the_gui_thread(qtbot, tmp_path: Path,
     import threading
 
     threads: list[str] = []
-    real_lex = sp.lex_spans
+    real_lex = source_spans.python_spans
 
-    def spy(text: str):
+    def spy(text: str, cancelled=lambda: False):
         threads.append(threading.current_thread().name)
-        return real_lex(text)
+        return real_lex(text, cancelled)
 
-    monkeypatch.setattr(sp, "lex_spans", spy)
+    monkeypatch.setattr(source_spans, "python_spans", spy)
     big = tmp_path / "big.py"
     big.write_text("def f(x):\n    return x + 1  # comment\n" * 50_000)  # ~2 MB
     assert big.stat().st_size > sp.MAX_LEX_BYTES

@@ -582,8 +582,3 @@ def default_output_dir() -> Path:
     docs = QStandardPaths.writableLocation(QStandardPaths.DocumentsLocation)
     path = Path(docs) if docs else Path.home()
     return path if path.is_dir() else Path.home()
-
-
-def _html(text: str) -> str:
-    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace("\n", "<br>"))

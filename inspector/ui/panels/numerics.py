@@ -46,7 +46,8 @@ from inspector.core.numerics_layers import (
     numerics_layers,
     points,
 )
-from inspector.ui.device_list import DeviceInfo, DeviceSource
+from inspector.core.device_choices import DeviceInfo
+from inspector.ui.device_list import DeviceSource
 from inspector.ui.job_runner import GraphRunSpec, JobRunner, NumericsSpec
 from inspector.ui.plain import plain_tip
 from inspector.ui.widgets.error_chart import ErrorChart

@@ -17,7 +17,6 @@ document's own, closing it drops them (and cancels its running job).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import shiboken6
@@ -38,19 +37,20 @@ from PySide6.QtWidgets import (
 
 from inspector.core.annotations import AnnotationLayer
 from inspector.core.errors import InspectorError
-from inspector.core.inputs import InputPlan, parse_dims, parse_shapes, plan_document, plan_programs
+from inspector.core.graph_run_results import GraphRunResults, results_summary
+from inspector.core.inputs import InputPlan, parse_dims, parse_shapes, plan_archive_inputs
 from inspector.core.run_layers import (
     CHECK_SOURCE,
     PROFILE_SOURCE,
     check_layers,
     failure_rows,
-    ms_text,
     node_rows,
     op_rows,
     profile_layers,
     source_rows,
 )
-from inspector.ui.device_list import DeviceInfo, DeviceSource
+from inspector.core.device_choices import DeviceInfo
+from inspector.ui.device_list import DeviceSource
 from inspector.ui.job_runner import GraphRunSpec, JobRunner
 from inspector.ui.panels.saved_options import SavedOptions
 from inspector.ui.plain import plain_tip
@@ -68,15 +68,6 @@ CHECK_ONLY_DEVICES = ("cuda", "mps", "xpu")
 PLAN_DELAY_MS = 250  # inline validation waits for a pause in typing
 
 
-@dataclass
-class DocResults:
-    """What the last Check and the last Profile of one document found."""
-
-    check: dict[str, Any] | None = None
-    profile: dict[str, Any] | None = None
-    specs: dict[str, GraphRunSpec] = field(default_factory=dict)
-
-
 class ProfilePanel(QWidget):
     checked = Signal(object)  # the check result (dict) once shown
     profiled = Signal(object)  # the profile result (dict) once shown
@@ -87,7 +78,7 @@ class ProfilePanel(QWidget):
         self.workspace = workspace if workspace is not None else Workspace(self)
         self.devices = devices
         self.runner = JobRunner(self)
-        self.results: dict[Document, DocResults] = {}
+        self.results: dict[Document, GraphRunResults] = {}
         self.doc: Document | None = None  # the document the panel shows
         self._job: tuple[str, Document, GraphRunSpec] | None = None  # the running one
         self._plan_problem: str | None = None
@@ -347,7 +338,7 @@ class ProfilePanel(QWidget):
         if doc is None or doc.closed:
             return
         names = list(spec.programs) or list(doc.program_names)
-        doc.tasks.start(plan_inputs_of, doc.archive, names, spec.dims, spec.inputs,
+        doc.tasks.start(plan_archive_inputs, doc.archive, names, spec.dims, spec.inputs,
                         key="profile-plan", on_done=self._planned,
                         on_fail=lambda msg, _det: self._set_plan(msg, error=True))
 
@@ -442,7 +433,7 @@ class ProfilePanel(QWidget):
         result = {k: v for k, v in event.items() if k != "event"}
         if doc.closed:
             return
-        entry = self.results.setdefault(doc, DocResults())
+        entry = self.results.setdefault(doc, GraphRunResults())
         entry.specs[kind] = spec
         if kind == CHECK:
             entry.check = result
@@ -505,7 +496,7 @@ class ProfilePanel(QWidget):
         n_fail = sum(1 for r in rows if r.severity == "error")
         self.tabs.setTabText(self.tabs.indexOf(self.failures),
                              f"Failures ({n_fail})" if (check or n_fail) else "Failures")
-        self.summary.setText(_summary(check, profile))
+        self.summary.setText(results_summary(check, profile))
         self.clear_button.setEnabled(entry is not None)
         if focus == CHECK or (focus == PROFILE and n_fail and not self.nodes.shown_rows()):
             self.tabs.setCurrentWidget(self.failures)
@@ -517,50 +508,10 @@ class ProfilePanel(QWidget):
             self.workspace.select_node(program, node, self.doc)
 
 
-def plan_inputs_of(archive, names: list[str], dims: tuple[str, ...],
-                   inputs: tuple[str, ...]) -> dict[str, InputPlan]:
-    """The inputs `check`/`profile` would make (off the GUI thread: reads program JSON)."""
-    docs = {}
-    for name in names:
-        archive.program(name)  # the vetted parse first (cached): its limits hold for the text
-        docs[name] = plan_document(archive.program_text(name)) or archive.program_json(name)
-    return plan_programs(docs, parse_dims(list(dims)), parse_shapes(list(inputs)))
-
-
 def _planned_text(i) -> str:
     if i.shape is None:
         return f"{i.name}={i.value!r}"
     return f"{i.name} {i.dtype_name}[{', '.join(map(str, i.shape))}]"
-
-
-def _summary(check: dict[str, Any] | None, profile: dict[str, Any] | None) -> str:
-    lines = []
-    if check:
-        parts = []
-        for p in check.get("programs") or []:
-            n = len(p.get("failures") or [])
-            parts.append(f"{p.get('name')} runs there" if p.get("ok") else
-                         f"{p.get('name')}: {n} node{'s' if n != 1 else ''} would fail")
-        verdict = ("runs on" if all(p.get("ok") for p in check.get("programs") or [])
-                   else "on")
-        lines.append(f"Check {verdict} {check.get('device')}: " + "; ".join(parts))
-    if profile:
-        dev = profile.get("device_name") or profile.get("device")
-        for p in profile.get("programs") or []:
-            if not p.get("ok", True):
-                lines.append(f"Profile  {p.get('name')}: failed on {dev}")
-                continue
-            parts = [f"forward {ms_text(float(p.get('forward_ms') or 0))}"]
-            if isinstance(p.get("node_ms"), (int, float)):
-                parts.append(f"nodes {ms_text(float(p['node_ms']))}")
-            if isinstance(p.get("instrumented_ms"), (int, float)):
-                parts.append(f"instrumented {ms_text(float(p['instrumented_ms']))}")
-            lines.append(f"Profile  {p.get('name')} on {dev}: " + ", ".join(parts)
-                         + f" ({profile.get('precision', 'fp32')}, median of "
-                           f"{profile.get('repeats', '?')})")
-            if p.get("warning"):
-                lines.append(f"Warning  {p['warning']}")
-    return "\n".join(lines) if lines else "Check or Profile to see results here."
 
 
 def _spin(lo: int, hi: int, value: int, tip: str) -> QSpinBox:

@@ -20,13 +20,8 @@ the chart over the stats table on the right, a traceback below them at full widt
 
 from __future__ import annotations
 
-import csv
 import importlib.util
-import io
-import json
 import math
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,14 +48,15 @@ from PySide6.QtWidgets import (
 
 from inspector.core.archive import open_archive
 from inspector.core.atomic import OutputPathError, write_bytes
+from inspector.core.job_words import window_terms
 from inspector.core.run_ranges import (
     DEFAULT_BATCH,
     DEFAULT_MAX_TOKENS,
     GeneratorRanges,
-    run_defaults,
+    run_boxes,
     run_problems,
 )
-from inspector.ui.plain import shown
+from inspector.core.run_results import RunRecord, results_csv, results_json, run_label
 from inspector.ui.device_list import DeviceSource, fill_combo
 from inspector.ui.job_runner import (
     DEFAULT_THREADS,
@@ -74,7 +70,7 @@ from inspector.ui.job_runner import (
 from inspector.ui.panels.saved_options import SavedOptions
 from inspector.ui.tasks import TaskGroup
 from inspector.ui.widgets.job_chrome import JobChrome, confirm_trust
-from inspector.ui.widgets.latency_chart import LatencyChart, Series
+from inspector.ui.widgets.latency_chart import LatencyChart
 from inspector.ui.plain import plain_tip
 from inspector.ui.widgets.status_area import StatusArea
 from inspector.ui.widgets.theme import current_theme
@@ -86,29 +82,6 @@ RUN_OPTIONS_KEY = "run/last_options"  # QSettings: the options of the last run, 
 LIVE_ROW_EVERY = 8  # chart frames between live stats updates (~4 Hz)
 BATCH_BOX_MAX = 4096  # RunSpec.validate's limit, when the archive sets none
 OPTIONS_WIDTH = 300  # the options column; the chart takes the rest
-
-# The run job's messages are shared with the CLI and may name its flags; in the
-# window they name the controls instead.
-_FLAG_WORDS = (
-    (re.compile(r"\s*\(--trust on the command line\)"), ""),
-    (re.compile(r"\bonly with --trust\b"), "only if you trust it"),
-    (re.compile(r"--mode (\w+)"), r"Mode \1"),
-    (re.compile(r"--max-tokens\b"), "Max tokens"),
-    (re.compile(r"--batch\b"), "Batch"),
-    (re.compile(r"--precision\b"), "Precision"),
-    (re.compile(r"--device\b"), "Device"),
-    (re.compile(r"--repeats\b"), "Repeats"),
-    (re.compile(r"--warmup\b"), "Warm-up"),
-    (re.compile(r"--compile\b"), "torch.compile"),
-)
-
-
-def window_terms(message: str) -> str:
-    """A job message as the window says it: controls, not CLI flags."""
-    for pattern, words in _FLAG_WORDS:
-        message = pattern.sub(words, message)
-    return message
-
 
 def read_ranges(path: str) -> GeneratorRanges:
     """The generator's ranges of an archive no document holds (JSON only)."""
@@ -124,25 +97,6 @@ def torch_available() -> bool:
         return importlib.util.find_spec("torch") is not None
     except (ImportError, ValueError):  # a broken or blocked install: cannot run either
         return False
-
-
-@dataclass
-class RunRecord:
-    spec: RunSpec
-    series: Series
-    result: dict[str, Any] | None = None
-    state: str = "running"  # running, done, failed, stopped
-    repeats: list[int] = field(default_factory=list)
-    steps: list[int] = field(default_factory=list)
-
-    @property
-    def label(self) -> str:
-        return self.series.label
-
-
-def run_label(spec: RunSpec) -> str:
-    mode = spec.mode + (" + compile" if spec.compile else "")
-    return f"{mode}, {spec.precision}, {spec.device}, batch {spec.batch}"
 
 
 class RunPanel(QWidget):
@@ -422,34 +376,14 @@ class RunPanel(QWidget):
     def _apply_ranges(self) -> None:
         """Batch and Max tokens: the archive's ranges, its defaults where the user
         chose nothing, the user's choice (remembered or typed) clamped into them."""
-        r = self.ranges
-        defaults = run_defaults(r) if r is not None else None
-        b = r.batch if r is not None else None
-        lo, hi = 1, BATCH_BOX_MAX
-        if b is not None:
-            lo = max(1, b.min)
-            hi = max(lo, min(BATCH_BOX_MAX, b.max if b.max is not None else BATCH_BOX_MAX))
-        batch_tip = "images per generation"
-        if b is not None:
-            batch_tip += (f" (the archive's batch size is fixed at {b.min})" if b.static else
-                          f" (the archive accepts {lo} to {hi})")
-        tokens_hi = SEQ_LEN_LIMIT
-        seq = r.seq if r is not None else None
-        if seq is not None and seq.max is not None:
-            tokens_hi = max(1, min(SEQ_LEN_LIMIT, seq.max))
-        tokens_tip = "stop after this many tokens"
-        if tokens_hi < SEQ_LEN_LIMIT:
-            tokens_tip += f" (at most {tokens_hi}: the archive's seq_len range ends there)"
+        batch, tokens = run_boxes(self.ranges, BATCH_BOX_MAX, SEQ_LEN_LIMIT)
         self._applying = True
         try:
-            for key, spin, low, high, default, tip in (
-                    ("batch", self.batch, lo, hi,
-                     defaults.batch if defaults else DEFAULT_BATCH, batch_tip),
-                    ("max_tokens", self.max_tokens, 1, tokens_hi,
-                     defaults.max_tokens if defaults else DEFAULT_MAX_TOKENS, tokens_tip)):
-                spin.setRange(low, high)
-                spin.setValue(min(max(self._chosen.get(key, default), low), high))
-                spin.setToolTip(tip)
+            for key, spin, box in (("batch", self.batch, batch),
+                                   ("max_tokens", self.max_tokens, tokens)):
+                spin.setRange(box.low, box.high)
+                spin.setValue(box.clamp(self._chosen.get(key)))
+                spin.setToolTip(box.tip)
         finally:
             self._applying = False
         self._show_problems()
@@ -692,23 +626,9 @@ class RunPanel(QWidget):
         """Written as every command writes (core/atomic.py): never onto a link, a
         FIFO (opening one would freeze the window) or a device, nothing half-written."""
         path = Path(path)
-        if path.suffix.lower() == ".csv":
-            text = io.StringIO(newline="")
-            w = csv.writer(text)
-            w.writerow(["run", "label", "device", "mode", "compile", "precision", "batch",
-                        "repeat", "step", "ms"])
-            for i, rec in enumerate(self.records):
-                s = rec.spec
-                for rep, step, ms in zip(rec.repeats, rec.steps, rec.series.values(),
-                                         strict=False):
-                    w.writerow([i + 1, rec.label, s.device, s.mode, int(s.compile),
-                                s.precision, s.batch, rep, step, f"{ms:.4f}"])
-            return write_bytes(path, text.getvalue().encode("utf-8"))
-        doc = [{"label": rec.label, "state": rec.state,
-                "options": {k: v for k, v in rec.spec.__dict__.items() if k != "trust"},
-                "per_token_ms": [round(float(x), 4) for x in rec.series.values()],
-                "result": rec.result} for rec in self.records]
-        return write_bytes(path, json.dumps(doc, indent=1).encode("utf-8"))
+        records = self.records
+        data = results_csv(records) if path.suffix.lower() == ".csv" else results_json(records)
+        return write_bytes(path, data)
 
     def save_chart(self, path: str | Path) -> Path:
         return write_bytes(path, self.chart.png_bytes())
@@ -748,7 +668,6 @@ class RunPanel(QWidget):
         self.status_area.clear()
 
 
-
 def _num(v: Any) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "–"
@@ -763,7 +682,3 @@ def _qcolor(color: str):
     from PySide6.QtGui import QBrush, QColor
 
     return QBrush(QColor(color))
-
-
-def _html(text: str) -> str:
-    return shown(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

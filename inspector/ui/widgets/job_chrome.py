@@ -1,9 +1,11 @@
-"""The chrome a job panel wraps around its JobRunner (the Profile and Run panels): the
-progress bar, and the trusted rerun.
+"""The chrome a job panel wraps around its job (the Profile, Run and Numerics panels):
+the progress bar, and the trusted rerun. It is given the job's signals (a `JobTask`:
+the panel's JobRunner is one), never the runner itself.
 
 Progress: 0..1000, "idle" until a job starts, "<kind>: <stage>  NN%" while it runs,
 "<kind>: done" at its result. Trust: a child that refuses an archive because loading
-it would run code from it fails with the code UNTRUSTED (never matched by its text);
+it would run code from it fails with the code "untrusted" (`failure.untrusted`, never
+matched by its text);
 the panel asks the user (a plain-text box: the message quotes the archive's record
 names), and on consent the same job runs again with --trust once this child is gone.
 What is said about a failure stays the panel's (each says it its own way).
@@ -12,11 +14,11 @@ What is said about a failure stays the panel's (each says it its own way).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QObject, SignalInstance
 from PySide6.QtWidgets import QMessageBox, QProgressBar, QWidget
 
-from inspector.ui.job_runner import UNTRUSTED, JobRunner
 from inspector.ui.plain import message_box
 
 
@@ -35,24 +37,30 @@ def confirm_trust(parent: QWidget, message: str) -> bool:
         box.deleteLater()
 
 
+class JobTask(Protocol):
+    """What the chrome follows of a job: its progress and how it failed."""
+
+    progress: SignalInstance  # (stage: str, fraction: float in [0, 1])
+    failed: SignalInstance  # (failure: has .untrusted, a JobFailure)
+
+
 class JobChrome(QObject):
-    def __init__(self, runner: JobRunner, parent: QWidget) -> None:
+    def __init__(self, task: JobTask, parent: QWidget) -> None:
         super().__init__(parent)
-        self.runner = runner
         self.progress = QProgressBar()
         self.progress.setRange(0, 1000)
         self.progress.setValue(0)
         self.progress.setFormat("idle")
         self.prefix = ""  # before the stage in the bar: "check: " (empty: the panel runs one kind)
-        self._failure_code: str | None = None
+        self._untrusted = False  # the last job's failure: the child refused the archive
         self._rerun: Callable[[], object] | None = None
-        runner.progress.connect(self._on_progress)
-        runner.failed.connect(self._on_failed)
+        task.progress.connect(self._on_progress)
+        task.failed.connect(self._on_failed)
 
     # -- progress --
     def starting(self, prefix: str = "") -> None:
         self.prefix = prefix
-        self._failure_code = None  # never the last job's
+        self._untrusted = False  # never the last job's
         self.progress.setTextVisible(True)
         self.progress.setValue(0)
         self.progress.setFormat(f"{prefix}starting…")
@@ -67,14 +75,14 @@ class JobChrome(QObject):
 
     # -- trust --
     def _on_failed(self, failure) -> None:
-        self._failure_code = failure.code  # read by the panel's error handler, which follows
+        self._untrusted = bool(failure.untrusted)  # read by the panel's error handler, next
 
     def offer_trust(self, message: str, trusted: bool, confirm: Callable[[str], bool],
                     rerun: Callable[[], object]) -> bool:
         """Call on the runner's error. True when the child refused the archive as
         untrusted, the job ran without trust (`trusted` False) and `confirm(message)`
         consents: `rerun` then runs once this child has finished (`finished`)."""
-        untrusted, self._failure_code = self._failure_code == UNTRUSTED, None
+        untrusted, self._untrusted = self._untrusted, False
         if not untrusted or trusted or not confirm(message):
             return False
         self._rerun = rerun

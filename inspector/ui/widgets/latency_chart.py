@@ -10,7 +10,7 @@ redraw per sample (pyqtgraph's scrollingPlots example: `setData` over a buffer,
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -18,6 +18,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
+
+from inspector.core.latency_series import LatencySeries
 
 REDRAW_MS = 33  # ~30 Hz
 HIST_EVERY = 15  # the histogram moves its axes on each update: every 15th frame (~2 Hz)
@@ -29,44 +31,13 @@ PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
 
 
 @dataclass
-class Series:
-    """One run's samples: ms per token, in arrival order."""
+class _Drawn:
+    """What the chart draws of one series, and how many of its samples it drew."""
 
-    label: str
-    color: str
-    ms: np.ndarray = field(default_factory=lambda: np.empty(1024, dtype=np.float64))
-    n: int = 0
-    peak: float = 0.0  # largest sample so far (fixes the y range without a scan)
-    curve: Any = None
-    hist: Any = None
+    curve: Any
+    hist: Any
     drawn: int = -1  # samples shown by the last redraw
     hist_drawn: int = -1
-    expected: int = 0  # samples the run will send (0 once it ended: only n counts)
-
-    def append(self, value: float) -> None:
-        if self.n == len(self.ms):  # double: amortised O(1) appends
-            grown = np.empty(len(self.ms) * 2, dtype=np.float64)
-            grown[: self.n] = self.ms[: self.n]
-            self.ms = grown
-        self.ms[self.n] = value
-        self.n += 1
-        if value > self.peak:
-            self.peak = value
-
-    def reserve(self, count: int) -> None:
-        if count > len(self.ms):
-            grown = np.empty(count, dtype=np.float64)
-            grown[: self.n] = self.ms[: self.n]
-            self.ms = grown
-
-    def values(self) -> np.ndarray:
-        return self.ms[: self.n]
-
-    def percentiles(self) -> tuple[float, float, float]:
-        if not self.n:
-            return (float("nan"),) * 3
-        p = np.percentile(self.values(), (50, 90, 99))
-        return float(p[0]), float(p[1]), float(p[2])
 
 
 class LatencyChart(QWidget):
@@ -77,7 +48,8 @@ class LatencyChart(QWidget):
     def __init__(self, parent: QWidget | None = None,
                  orientation: Qt.Orientation = Qt.Orientation.Vertical) -> None:
         super().__init__(parent)
-        self.series: list[Series] = []
+        self.series: list[LatencySeries] = []
+        self._drawn: dict[int, _Drawn] = {}  # id(series) -> its plot items
         self.frames = 0  # redraws done (the benchmark reads it)
         self.plot = pg.PlotWidget()
         self.plot.setObjectName("latencyPlot")
@@ -158,31 +130,40 @@ class LatencyChart(QWidget):
             self.apply_palette()
 
     # -- data --
-    def add_series(self, label: str, expected: int = 0) -> Series:
+    def add_series(self, label: str, expected: int = 0) -> LatencySeries:
         color = PALETTE[len(self.series) % len(PALETTE)]
-        s = Series(label, color, expected=expected)
+        s = LatencySeries(label, color, expected=expected)
         s.reserve(expected)
         self.series.append(s)
         self._placeholder.setVisible(False)
         self._fit_x()
         pen = pg.mkPen(color, width=1.6)
-        s.curve = self.plot.plot([], [], pen=pen, name=label)
-        s.curve.setDownsampling(auto=True, method="peak")
-        s.curve.setClipToView(True)
+        curve = self.plot.plot([], [], pen=pen, name=label)
+        curve.setDownsampling(auto=True, method="peak")
+        curve.setClipToView(True)
         fill = pg.mkColor(color)
         fill.setAlpha(70)
-        s.hist = pg.PlotDataItem([0, 0], [0], stepMode="center", fillLevel=0,
-                                 brush=fill, pen=pg.mkPen(color, width=1.2))
-        self.hist_plot.addItem(s.hist)
+        hist = pg.PlotDataItem([0, 0], [0], stepMode="center", fillLevel=0,
+                               brush=fill, pen=pg.mkPen(color, width=1.2))
+        self.hist_plot.addItem(hist)
+        self._drawn[id(s)] = _Drawn(curve, hist)
         if not self.timer.isActive():
             self.timer.start()
         return s
 
-    def remove_series(self, s: Series) -> None:
-        if s in self.series:
-            self.plot.removeItem(s.curve)
-            self.hist_plot.removeItem(s.hist)
-            self.series.remove(s)
+    def curve(self, s: LatencySeries):
+        """The latency plot's curve of series `s` (a pyqtgraph PlotDataItem)."""
+        return self._drawn[id(s)].curve
+
+    def histogram(self, s: LatencySeries):
+        return self._drawn[id(s)].hist
+
+    def remove_series(self, s: LatencySeries) -> None:
+        if any(x is s for x in self.series):
+            drawn = self._drawn.pop(id(s))
+            self.plot.removeItem(drawn.curve)
+            self.hist_plot.removeItem(drawn.hist)
+            self.series = [x for x in self.series if x is not s]
             if not self.series:
                 self._x_top = self._y_top = 0.0
                 self._empty_ranges()
@@ -211,10 +192,10 @@ class LatencyChart(QWidget):
     def redraw(self, force_hist: bool = False) -> None:
         changed = False
         for s in self.series:
-            if s.drawn != s.n:
-                y = s.values()
-                s.curve.setData(np.arange(s.n, dtype=np.float64), y)
-                s.drawn = s.n
+            drawn = self._drawn[id(s)]
+            if drawn.drawn != s.n:
+                drawn.curve.setData(np.arange(s.n, dtype=np.float64), s.values())
+                drawn.drawn = s.n
                 changed = True
         self.frames += 1
         if changed:
@@ -273,8 +254,9 @@ class LatencyChart(QWidget):
         tallest = 0
         for s in filled:
             counts, _ = np.histogram(s.values(), bins=edges)
-            s.hist.setData(edges, counts)
-            s.hist_drawn = s.n
+            drawn = self._drawn[id(s)]
+            drawn.hist.setData(edges, counts)
+            drawn.hist_drawn = s.n
             tallest = max(tallest, int(counts.max()))
         # Set, not auto-ranged: counts start at 0 and the bins span the data.
         pad = (hi - lo) * 0.03

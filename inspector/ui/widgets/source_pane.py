@@ -19,14 +19,14 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
-from pygments.lexers.python import PythonLexer
 
+from inspector.core import source_spans
 from inspector.core.frames import Frame
+from inspector.core.source_spans import Span
 from inspector.core.sources import SourceResolver, read_source_text, why_not_shown
 from inspector.core.text import mark_invisible
 from inspector.ui.plain import ElidedLabel, plain_tip, shown
 from inspector.ui.tasks import TaskGroup
-from inspector.core.line_highlight import _category
 from inspector.ui.widgets.theme import Theme, code_font, current_theme
 
 # Lexing is pure Python (pygments, ~7 s per MB): bigger files are shown uncoloured,
@@ -45,33 +45,7 @@ def read_source(path: str) -> str | None:
     return None if text is None else mark_invisible(text)
 
 
-Spans = dict[int, list[tuple[int, int, str]]]
-
-
-def lex_spans(text: str) -> Spans:
-    """Token spans per line (line -> [(start, end, category)]): the whole file is
-    lexed at once so multi-line strings stay right. Pure Python: runs off the GUI thread."""
-    import bisect
-
-    spans: Spans = {}
-    starts = [0]
-    for i, c in enumerate(text):
-        if c == "\n":
-            starts.append(i + 1)
-    for pos, ttype, value in PythonLexer().get_tokens_unprocessed(text):
-        cat = _category(ttype)
-        if not cat or cat == "operator":
-            continue
-        end = pos + len(value)
-        line = bisect.bisect_right(starts, pos) - 1
-        while pos < end and line < len(starts):
-            line_end = starts[line + 1] - 1 if line + 1 < len(starts) else len(text)
-            seg_end = min(end, line_end)
-            if seg_end > pos:
-                spans.setdefault(line, []).append((pos - starts[line], seg_end - starts[line], cat))
-            line += 1
-            pos = starts[line] if line < len(starts) else end
-    return spans
+Spans = dict[int, list[Span]]
 
 
 class _Highlighter(QSyntaxHighlighter):
@@ -79,9 +53,6 @@ class _Highlighter(QSyntaxHighlighter):
         super().__init__(doc)
         self.theme = theme
         self.spans: Spans = {}
-
-    def set_text_spans(self, text: str) -> None:
-        self.spans = lex_spans(text)
 
     def highlightBlock(self, text: str) -> None:  # noqa: N802
         for s, e, cat in self.spans.get(self.currentBlock().blockNumber(), ()):
@@ -204,7 +175,7 @@ class SourcePane(QWidget):
     def _lex(self) -> None:
         text, self._lex_due = self._lex_due, None
         if text is not None and text is self._shown_text:
-            self._lexing.start(lex_spans, text, key="lex",
+            self._lexing.start(source_spans.python_spans, text, key="lex",
                                on_done=lambda spans, t=text: self._spans_ready(t, spans))
 
     def _spans_ready(self, text: str, spans: Spans) -> None:
