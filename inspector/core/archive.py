@@ -26,7 +26,7 @@ import orjson
 from msgspec import Struct, field  # C-defined records: cheaper to define than dataclasses
 
 from inspector.core.errors import ArchiveError
-from inspector.core.gcpause import gc_paused
+from inspector.core.program_cache import ProgramCache
 
 if TYPE_CHECKING:
     from inspector.core.program import Program
@@ -145,13 +145,10 @@ class Archive(Struct, dict=True, weakref=True):
     # which two names fold alike: _check_names).
     _by_folded: dict[str, zipfile.ZipInfo] = field(default_factory=dict)
     _records_by_folded: dict[str, Record] = field(default_factory=dict)
-    _programs: dict[str, Program] = field(default_factory=dict)
-    _program_values: dict[str, int] = field(default_factory=dict)  # MAX_JSON_VALUES
-    # A program's text read for its first screen, kept for its parse (one read).
-    _unparsed: dict[str, tuple[bytes | bytearray, LateCheck]] = field(default_factory=dict)
-    # The window's tasks and the audit read programs from several threads: one parse
-    # per program, never two racing to fill the cache.
-    _program_lock: threading.RLock = field(default_factory=threading.RLock)
+    def __post_init__(self) -> None:
+        # The parsed programs (core/program_cache.py: the lean or the full parse,
+        # one per program, shared by threads): an attribute, not a field.
+        self.cache: ProgramCache = ProgramCache(self)
 
     def __repr__(self) -> str:
         return (f"Archive(path={self.path!r}, top={self.top!r}, layout={self.layout!r}, "
@@ -163,10 +160,7 @@ class Archive(Struct, dict=True, weakref=True):
         """Close the file and drop the parsed programs (a reader still holding the
         archive then keeps no 100k-node model alive)."""
         self._zip.close()
-        with self._program_lock:
-            self._programs.clear()
-            self._program_values.clear()
-            self._unparsed.clear()
+        self.cache.clear()
 
     def __enter__(self) -> Archive:
         return self
@@ -354,12 +348,13 @@ class Archive(Struct, dict=True, weakref=True):
 
     def program_json(self, name: str) -> dict[str, Any]:
         """The program's JSON document, decoded whole (run, check, profile, retarget)."""
-        return self._program_doc(name, self.whole_program_path(name))
+        return self.program_doc(name, self.whole_program_path(name))
 
-    def _program_doc(self, name: str, path: str) -> dict[str, Any]:
-        held = sum(self._program_values.get(n, 0) for n in self._programs if n != name)
-        doc, values = self._read_json(path, held=held)
-        self._program_values[name] = values
+    def program_doc(self, name: str, path: str) -> dict[str, Any]:
+        """Program `name`'s JSON at `path`, decoded whole, its values counted with
+        those of the programs parsed (MAX_JSON_VALUES holds for all at once)."""
+        doc, values = self._read_json(path, held=self.cache.held(name))
+        self.cache.count(name, values)
         if not isinstance(doc, dict):
             raise ArchiveError(f"program {name!r} is not a JSON object")
         return doc
@@ -385,13 +380,19 @@ class Archive(Struct, dict=True, weakref=True):
         return self.read_buffer(self.program_path(name), MAX_PROGRAM_BYTES)
 
     def program(self, name: str) -> Program:
-        """The parsed program (cached: the listing, search and audit share it).
-        Thread-safe: a second caller waits for the first one's parse."""
-        cached = self._programs.get(name)
-        if cached is not None:
-            return cached
-        with self._program_lock:
-            return self._parse_program(name)
+        """The parsed program (cached: the listing, search and audit share it;
+        core/program_cache.py). Thread-safe: a second caller waits for the first's parse."""
+        return self.cache.get(name)
+
+    def program_buffer(self, name: str) -> tuple[bytes | bytearray, LateCheck]:
+        """Program `name`'s text for a parse (up to MAX_PROGRAM_BYTES), its CRC
+        checked alongside the parse (the LateCheck)."""
+        return self.read_buffer_checked_later(self.program_path(name), MAX_PROGRAM_BYTES,
+                                              alongside=False)
+
+    def program_ends(self, name: str, head: int, key: bytes) -> bytes | None:
+        """read_ends of program `name`'s record."""
+        return self.read_ends(self.program_path(name), head, key)
 
     def read_ends(self, rel: str, head: int, key: bytes) -> bytes | None:
         """A big stored record's first `head` bytes and its last ones back to (and
@@ -417,61 +418,14 @@ class Archive(Struct, dict=True, weakref=True):
         ends are read (read_ends); another is read whole and kept for
         program(name). Its CRC is checked by that parse: the head may come from
         a damaged file, which the parse then refuses."""
-        from inspector.core.program.head import HEAD_NODES, NEEDED_HEAD, NEEDED_TAIL_KEY, head_program
-
-        with self._program_lock:
-            if name in self._programs:
-                return None
-            pending = self._unparsed.get(name)
-            # a big stored text: its two ends only (the parse reads it whole later)
-            text = pending[0] if pending else self.read_ends(
-                self.program_path(name), NEEDED_HEAD, NEEDED_TAIL_KEY)
-            if text is None:  # else read whole, and kept for the parse
-                pending = self._unparsed[name] = self.read_buffer_checked_later(
-                    self.program_path(name), MAX_PROGRAM_BYTES, alongside=False)
-                text = pending[0]
-        return head_program(text, name, nodes or HEAD_NODES)
+        return self.cache.head(name, nodes)
 
     def forget_program(self, name: str) -> None:
         """Drop the cached parse of `name` (a CLI listing one program after another)."""
-        with self._program_lock:
-            self._programs.pop(name, None)
-
-    def _parse_program(self, name: str) -> Program:
-        if name not in self._programs:
-            # Parsing allocates millions of containers and frees none: see gcpause.py.
-            with gc_paused():
-                self._programs[name] = self._parse_lean(name) or self._parse_full(name)
-        return self._programs[name]
-
-    def _parse_lean(self, name: str) -> Program | None:
-        """The lean parse (program/lean.py: nodes kept as spans of the text until
-        asked for); None when the text needs the full parse to be judged."""
-        from inspector.core.program.lean import LeanUnsupported, parse_program_lean
-
-        held = sum(self._program_values.get(n, 0) for n in self._programs if n != name)
-        data, check = self._unparsed.pop(name, None) or self.read_buffer_checked_later(
-            self.program_path(name), MAX_PROGRAM_BYTES, alongside=False)
-        check.start()
-        try:
-            parsed = parse_program_lean(data, name, held)
-        except LeanUnsupported:
-            return None  # (after the check: a damaged file is named so, not parsed again)
-        finally:
-            check()  # the CRC computed beside the parse; its error before the parse's
-        program, values = parsed
-        self._program_values[name] = values
-        return program
-
-    def _parse_full(self, name: str) -> Program:
-        from inspector.core.program import parse_program
-
-        # (the text the lean parse leaves to it: judged by the record limits alone)
-        return parse_program(self._program_doc(name, self.program_path(name)), name, consume=True)
+        self.cache.forget(name)
 
     def programs(self) -> Iterator[Program]:
-        for name in self.program_names:
-            yield self.program(name)
+        return iter(self.cache)
 
     def payload_config(self, name: str, which: str) -> dict[str, Any]:
         """`weights` or `constants` config of a program: {fqn: PayloadMeta dict}.

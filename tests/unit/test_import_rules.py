@@ -1,5 +1,9 @@
-"""House rules of DESIGN.md, enforced: core and jobs never import Qt; core never
-imports torch at module level (opening an archive must not need it)."""
+"""The house rules of docs/ARCHITECTURE.md ("Layers and contracts"), enforced: core
+and jobs never import Qt; core never imports torch at module level (opening an
+archive must not need it); no module reaches into another's private names (a
+seam is public: program/lean.py uses parser.py's parse_graph, not _parse_graph);
+the import-linter contracts of pyproject.toml hold (the ui layers, the selection
+model's leaf, the jobs reached only through the job runner, no cycles)."""
 
 from __future__ import annotations
 
@@ -83,3 +87,44 @@ def test_import_linter_contracts_hold() -> None:
     proc = subprocess.run([lint], capture_output=True, text=True, timeout=300,
                           cwd=PACKAGE.parent)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def private_reaches(path: Path) -> list[str]:
+    """`from inspector.x import _name` and `module._name` (module: imported from
+    inspector) in one file: another module's private names."""
+    tree = ast.parse(path.read_text(), str(path))
+    modules: set[str] = set()
+    out: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("inspector"):
+            for a in node.names:
+                if a.name.startswith("_") and not a.name.startswith("__"):
+                    out.append(f"from {node.module} import {a.name}")
+                modules.add(a.asname or a.name)
+        elif isinstance(node, ast.Import):
+            modules.update((a.asname or a.name).split(".")[0] for a in node.names
+                           if a.name.startswith("inspector"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                and node.value.id in modules and node.attr.startswith("_") \
+                and not node.attr.startswith("__"):
+            out.append(f"{node.value.id}.{node.attr}")
+    return out
+
+
+def test_no_module_reaches_into_another_s_private_names() -> None:
+    offenders = [f"{path.relative_to(PACKAGE)}: {reach}"
+                 for path in sorted(PACKAGE.rglob("*.py")) for reach in private_reaches(path)]
+    assert offenders == []
+
+
+def test_the_private_reach_check_sees_one(tmp_path: Path) -> None:
+    """The check above can fail: the lean parse as it was (calling the full
+    parser's `_parse_graph` and `_node`) is caught."""
+    sample = tmp_path / "lean_before.py"
+    sample.write_text("from inspector.core.program import parser as full\n"
+                      "from inspector.core.line_highlight import _category\n"
+                      "graph = full._parse_graph(small, '', 0, counter, where)\n"
+                      "node = full._node(record, i, graph, where)\n")
+    assert private_reaches(sample) == ["from inspector.core.line_highlight import _category",
+                                       "full._parse_graph", "full._node"]

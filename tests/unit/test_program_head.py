@@ -190,7 +190,7 @@ def test_a_big_stored_text_is_read_at_its_two_ends_only(corpus, monkeypatch) -> 
         assert head_mod.NEEDED_TAIL_KEY in tail
         assert text.rfind(head_mod.NEEDED_TAIL_KEY) >= len(text) - len(tail)
         head = a.program_head(name, nodes=5)
-        assert head is not None and not a._unparsed  # nothing kept: the parse reads it whole
+        assert head is not None and not a.cache.unparsed  # nothing kept: the parse reads it whole
         whole = render_listing(a.program(name)).lines
         lines = first_screen_lines(head)
         assert lines and lines == whole[:len(lines)]

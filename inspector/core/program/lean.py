@@ -689,7 +689,7 @@ def _lean_graph(small: dict[str, Any], columns: _NodeColumns, records: dict[str,
     # the graph without its nodes and tensor records, through the full parser
     counter = [len(columns)]
     most = HEAVY_NODE_FACTOR * full.MAX_NODES  # its nodes passed _check_light_nodes
-    graph = full._parse_graph(small, "", 0, counter, where, limit=most)
+    graph = full.parse_graph(small, "", 0, counter, where, limit=most)
     values = LazyTensorValues(records, gw, interned)
     graph.tensor_values = values  # type: ignore[assignment]  # a read-only Mapping
     # a symbolic size: its hint and its symbols count now (each distinct text
@@ -699,7 +699,7 @@ def _lean_graph(small: dict[str, Any], columns: _NodeColumns, records: dict[str,
         # each text's first key: the reversed pairs, so the first key is set last
         first_key = dict(zip(reversed(records.values()), reversed(records.keys())))
         for text in symbolic:
-            full._collect_hints(_loads(text), graph.size_hints)
+            full.collect_size_hints(_loads(text), graph.size_hints)
             full.add_symbol_texts(values[first_key[text]], texts)
     nodes = LazyNodes(columns, graph, gw, interned)
     graph.nodes = nodes  # type: ignore[assignment]  # a read-only Sequence
@@ -715,7 +715,7 @@ def _lean_graph(small: dict[str, Any], columns: _NodeColumns, records: dict[str,
         for inp in node.inputs:
             if inp.arg.kind == "as_graph" and isinstance(inp.arg.value, dict):
                 sub_name = str(inp.arg.value.get("name", f"subgraph_{len(graph.subgraphs)}"))
-                graph.subgraphs.append(full._parse_graph(
+                graph.subgraphs.append(full.parse_graph(
                     inp.arg.value.get("graph"), sub_name, 1, counter, where,
                     interned.strings, most))
     return graph
@@ -861,7 +861,7 @@ class LazyNodes(Sequence[Node]):
                   "outputs": _loads(outputs), "is_hop_single_tensor_return": cols.hops[i]}
         # A value nests no deeper than the brackets its text opens: most nodes
         # open a dozen, and then the per-argument depth walk is skipped.
-        node = full._node(record, i, self._graph, where, metadata,
+        node = full.parse_node(record, i, self._graph, where, metadata,
                           shallow=_opened(inputs, outputs) <= full.MAX_ARGUMENT_DEPTH,
                           shared=interned.tensor_args)
         self._made[i] = node
@@ -895,7 +895,7 @@ class LazyTensorValues(Mapping[str, TensorMeta]):
         if meta is None:
             where = f"{self._where}, tensor {key}"
             try:
-                meta = full._tensor_meta(_loads(text), where)
+                meta = full.parse_tensor_meta(_loads(text), where)
             except LeanUnsupported as exc:
                 raise ArchiveError(f"{where} is not valid JSON ({exc})") from None
             cache[text] = meta

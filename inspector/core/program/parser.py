@@ -5,6 +5,13 @@ the file is evaluated. Symbolic sizes arrive as sympy `srepr` strings; they are
 parsed by symbolic.py's small grammar (never sympify) and kept as text.
 Structural problems (a node that is not an object, a missing graph) raise
 ArchiveError naming where they are; an unknown argument kind is kept.
+
+The lean parse (program/lean.py) builds the same model from spans of the text,
+and hands the parts it does not scan itself to this parser through its public
+seam: `parse_graph` (a graph's small part), `parse_node` (one node, when asked
+for), `parse_tensor_meta`, `collect_size_hints`, `node_metadata`,
+`add_symbol_texts`, `assemble_program` and `check_node_count`. Nothing else of
+this module is its business.
 """
 
 from __future__ import annotations
@@ -86,7 +93,7 @@ def parse_program(doc: Any, name: str, *, consume: bool = False) -> Program:
     if not isinstance(gm, dict) or not isinstance(gm.get("graph"), dict):
         raise ArchiveError(f"{where} has no graph_module.graph: not a serialized ExportedProgram")
     counter = [0]
-    graph = _parse_graph(gm["graph"], "", 0, counter, where, {} if consume else None)
+    graph = parse_graph(gm["graph"], "", 0, counter, where, {} if consume else None)
     return assemble_program(doc, gm, graph, name, where)
 
 
@@ -132,8 +139,12 @@ def check_node_count(count: int, where: str, limit: int | None = None) -> None:
                            "raise it)")
 
 
-def _parse_graph(g: Any, name: str, depth: int, counter: list[int], where: str,
-                 strings: dict[str, str] | None = None, limit: int | None = None) -> Graph:
+def parse_graph(g: Any, name: str, depth: int, counter: list[int], where: str,
+                strings: dict[str, str] | None = None, limit: int | None = None) -> Graph:
+    """A graph (and its control-flow subgraphs) from its JSON object, at nesting
+    `depth`; `counter[0]` counts the nodes of the program so far (check_node_count
+    against `limit`); `strings`: consume the raw records, one copy of each
+    metadata string. program/lean.py parses the small part of a program here."""
     if depth > MAX_GRAPH_NESTING:
         raise ArchiveError(f"{where}: control-flow graphs nest deeper than the limit of "
                            f"{MAX_GRAPH_NESTING} levels")
@@ -159,8 +170,8 @@ def _parse_graph(g: Any, name: str, depth: int, counter: list[int], where: str,
     raw_values = _dict(g.get("tensor_values"), gw, "tensor_values")
     for key in list(raw_values):
         meta = raw_values[key]
-        graph.tensor_values[key] = _tensor_meta(meta, f"{gw}, tensor {key}")
-        _collect_hints(meta, graph.size_hints)
+        graph.tensor_values[key] = parse_tensor_meta(meta, f"{gw}, tensor {key}")
+        collect_size_hints(meta, graph.size_hints)
         if strings is not None:
             raw_values[key] = None  # consumed: free the raw record now
     for key, val in _dict(g.get("sym_int_values"), gw, "sym_int_values").items():
@@ -173,7 +184,7 @@ def _parse_graph(g: Any, name: str, depth: int, counter: list[int], where: str,
         graph.custom_obj_values[key] = str(val.get("class_fqn", "")) if isinstance(val, dict) else ""
 
     for i, raw in enumerate(raw_nodes):
-        node = _node(raw, i, graph, f"{gw}, node #{i}")
+        node = parse_node(raw, i, graph, f"{gw}, node #{i}")
         graph.nodes.append(node)
         if strings is not None:
             raw_nodes[i] = None  # consumed: free the raw node now
@@ -186,14 +197,14 @@ def _parse_graph(g: Any, name: str, depth: int, counter: list[int], where: str,
             if inp.arg.kind == "as_graph" and isinstance(inp.arg.value, dict):
                 sub_name = str(inp.arg.value.get("name", f"subgraph_{len(graph.subgraphs)}"))
                 graph.subgraphs.append(
-                    _parse_graph(inp.arg.value.get("graph"), sub_name, depth + 1, counter, where,
+                    parse_graph(inp.arg.value.get("graph"), sub_name, depth + 1, counter, where,
                                  strings, limit))
     return graph
 
 
-def _node(raw: Any, index: int, graph: Graph, where: str,
-          metadata: dict[str, str] | None = None, shallow: bool = False,
-          shared: dict[str, Argument] | None = None) -> Node:
+def parse_node(raw: Any, index: int, graph: Graph, where: str,
+               metadata: dict[str, str] | None = None, shallow: bool = False,
+               shared: dict[str, Argument] | None = None) -> Node:
     """A node from its JSON object. program/lean.py passes `metadata` already
     decoded, shallow=True where the node's text has too few brackets for any
     argument to nest past MAX_ARGUMENT_DEPTH (the check is then skipped), and
@@ -297,7 +308,8 @@ def _check_depth(value: Any, where: str) -> None:
             stack.extend((x, depth + 1) for x in (item.values() if isinstance(item, dict) else item))
 
 
-def _tensor_meta(raw: Any, where: str) -> TensorMeta:
+def parse_tensor_meta(raw: Any, where: str = "tensor_meta") -> TensorMeta:
+    """A serialized TensorMeta (a graph's tensor value, a weights config entry's)."""
     if not isinstance(raw, dict):
         raise ArchiveError(f"{where}: tensor metadata is not an object")
     get = raw.get
@@ -316,7 +328,8 @@ def _tensor_meta(raw: Any, where: str) -> TensorMeta:
 _ZERO = {"as_int": 0}
 
 
-def _collect_hints(raw: Any, hints: dict[str, int]) -> None:
+def collect_size_hints(raw: Any, hints: dict[str, int]) -> None:
+    """Add the size hints of a tensor value's symbolic sizes (`s70` -> 8) to `hints`."""
     sizes = raw.get("sizes")
     if not isinstance(sizes, list):
         return
@@ -488,8 +501,3 @@ def _str(v: Any, where: str, what: str) -> str:
     if not isinstance(v, str):
         raise ArchiveError(f"{where}: {what} is not a string")
     return v
-
-
-def parse_tensor_meta(raw: Any, where: str = "tensor_meta") -> TensorMeta:
-    """A serialized TensorMeta (e.g. a weights config entry's), decoded like the graph's."""
-    return _tensor_meta(raw, where)
