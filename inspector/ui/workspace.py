@@ -11,6 +11,8 @@ a node asked for) is `ws.selection` (inspector/ui/selection.py): every view foll
     ws.current                     # the Document of the current tab (or None)
     ws.selection                   # the selection model: .changed, .node, .select_node(...)
     ws.select_node(program, node)  # = ws.selection.select_node (and nodeRequested)
+    ws.selected_view()             # (Document, ProgramView) the selection is in
+    ws.show_frame(frame)           # -> frameRequested: the Source panel shows the frame
     ws.annotate(doc, program, AnnotationLayer("profile", heat={...}))  # -> marksChanged
     ws.compare(path_a, path_b)     # -> compareRequested: the window shows them side by side
     ws.close(doc)                  # -> documentClosed(doc); its tasks are cancelled and
@@ -224,6 +226,9 @@ class Workspace(QObject):
     # Document, program, node name: asked for through select_node (the selection
     # model's request; kept for those who only want to hear of the ask)
     nodeRequested = Signal(object, str, str)
+    # Frame (inspector.core.frames): a stack frame picked (the Details pane's trace):
+    # the Source panel shows it, the window raises its dock
+    frameRequested = Signal(object)
     compareRequested = Signal(str, str)  # paths A, B: show them side by side
     programLoaded = Signal(object, object)  # Document, ProgramView: built, ready to show
     programIndexed = Signal(object, object)  # Document, ProgramView: search index attached
@@ -453,6 +458,19 @@ class Workspace(QObject):
         if doc is not None:
             self.selection.select_node(program, node, doc)
             self.nodeRequested.emit(doc, program, node)
+
+    def selected_view(self) -> tuple[Document | None, ProgramView | None]:
+        """The document the selection is in and its view of the selected program
+        (None where that program is not built yet, or nothing is selected)."""
+        sel = self.selection
+        doc = sel.document if isinstance(sel.document, Document) else None
+        if doc is None or doc.closed or sel.program is None:
+            return doc, None
+        return doc, doc.views.get(sel.program)
+
+    def show_frame(self, frame) -> None:
+        """Show stack frame `frame` in the Source panel (frameRequested)."""
+        self.frameRequested.emit(frame)
 
     def compare(self, path_a: str | Path, path_b: str | Path) -> None:
         """Ask the window to compare two archives (its compare view)."""

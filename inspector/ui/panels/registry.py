@@ -8,7 +8,10 @@ what panels share (the device list). Where it goes (`area`):
 
 - "right" / "bottom" / "left": a dock (object name `dock<Title>`, a View menu entry,
   saved layout) in a scroll area, tabbed with the Details dock ("right"), the Source
-  dock ("bottom") or the module tree ("left"). For what reads beside the listing
+  dock ("bottom") or the module tree ("left"): HOME_PANELS, docked first and
+  without a scroll area (the four that follow the cursor: Modules, Details, Source,
+  Tables; registered like any other panel, written against the Workspace and its
+  selection model, workspace.selection, with nothing of them in ui/window/). For what reads beside the listing
   (audit, shapes, weights). A side panel should reflow down to about 300 px wide
   (the window makes the dock no narrower than the panel's minimum size hint).
 - "central": a mode of the window (a button on the mode bar, View menu, Ctrl+N): the
@@ -48,6 +51,31 @@ class PanelSpec:
     factory: Callable[[Workspace, PanelServices], QWidget]
     area: str = "right"  # "right" (tabbed with Details), "bottom" (with Source), "left", "central"
     tip: str = ""  # status tip of a central panel's mode button
+    home: bool = False  # the dock its area's later panels are tabbed with (no scroll area)
+
+
+def _modules(ws: Workspace, services: PanelServices) -> QWidget:
+    from inspector.ui.panels.modules import ModulesPanel
+
+    return ModulesPanel(ws)
+
+
+def _details(ws: Workspace, services: PanelServices) -> QWidget:
+    from inspector.ui.panels.details import DetailsPanel
+
+    return DetailsPanel(ws)
+
+
+def _source(ws: Workspace, services: PanelServices) -> QWidget:
+    from inspector.ui.panels.source import SourcePanel
+
+    return SourcePanel(ws)
+
+
+def _tables(ws: Workspace, services: PanelServices) -> QWidget:
+    from inspector.ui.panels.tables import TablesPanel
+
+    return TablesPanel(ws)
 
 
 def _audit(ws: Workspace, services: PanelServices) -> QWidget:
@@ -84,6 +112,8 @@ def _shapes(ws: Workspace, services: PanelServices) -> QWidget:
     from inspector.ui.panels.shapes import ShapesPanel
 
     return ShapesPanel(ws)
+
+
 def _graph(ws: Workspace, services: PanelServices) -> QWidget:
     from inspector.ui.panels.graph import GraphPanel
 
@@ -101,6 +131,16 @@ def _memory(ws: Workspace, services: PanelServices) -> QWidget:
 
     return MemoryPanel(ws)
 
+
+# The cursor's panes, docked first (each area's home: the panels below are tabbed
+# with the first of their area). The window names their docks dock_modules,
+# dock_details, dock_source, dock_tables.
+HOME_PANELS: list[PanelSpec] = [
+    PanelSpec("modules", "Modules", _modules, "left", home=True),
+    PanelSpec("details", "Details", _details, "right", home=True),
+    PanelSpec("source", "Source", _source, "bottom", home=True),
+    PanelSpec("tables", "Tables", _tables, "bottom", home=True),
+]
 
 PANELS: list[PanelSpec] = [
     PanelSpec("audit", "Audit", _audit, "right"),

@@ -448,6 +448,10 @@ class CompiledModelView(QWidget):
             self._fill_kernels(self.model)
             self._fill_files(self.model)
 
+    def shutdown(self) -> None:
+        """(Tab protocol) its reads run on the document's tasks, which closing the
+        document cancels: nothing of its own to stop."""
+
     def summary(self) -> str:
         """One line for the status bar."""
         if self.error:

@@ -119,6 +119,17 @@ class ArchiveTab(QWidget):
         if self.selection is not None:
             self.selection.changed.connect(self._selection_changed)
 
+    # -- the Tab protocol (ui/window/tabs.py) --
+    def set_theme(self, theme) -> None:
+        self.listing.set_theme(theme)
+        if self.compiled is not None:
+            self.compiled.set_theme(theme)
+
+    def shutdown(self) -> None:
+        """Its work runs on its document's tasks, which Workspace.close cancels."""
+        if self.compiled is not None:
+            self.compiled.shutdown()
+
     # -- the selection model --
     def is_current(self) -> bool:
         """Whether this tab's document is the workspace's current one (the tab whose

@@ -75,6 +75,19 @@ class _CloseWatcher(QObject):
         return False
 
 
+def install_home_panels(window: MainWindow, workspace: Workspace
+                        ) -> dict[str, tuple[QWidget, QDockWidget]]:
+    """The registry's HOME_PANELS (Modules, Details, Source, Tables), docked first:
+    key -> (panel, dock). They follow the selection model on their own; a failure
+    to build one is the window's (no window without its Details)."""
+    services = PanelServices(None)
+    home: dict[str, tuple[QWidget, QDockWidget]] = {}
+    for spec in registry.HOME_PANELS:
+        panel = spec.factory(workspace, services)
+        home[spec.key] = (panel, window.dock_home(spec.title, panel, AREAS[spec.area]))
+    return home
+
+
 def install_panels(window: MainWindow, workspace: Workspace) -> DockedPanels:
     devices = DeviceSource(window)
     docked = DockedPanels(devices)

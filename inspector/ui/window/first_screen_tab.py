@@ -51,6 +51,13 @@ class FirstScreenTab(QWidget):
         self.listing.verticalScrollBar().setValue(0)
         self.listing.painted.connect(screen.painted)  # the reader goes on
 
+    # -- the Tab protocol (ui/window/tabs.py) --
+    def set_theme(self, theme) -> None:
+        self.listing.set_theme(theme)
+
+    def shutdown(self) -> None:
+        """Nothing of its own runs: the open it shows is the Workspace's (cancel_open)."""
+
     @property
     def path(self):
         return self.screen.path

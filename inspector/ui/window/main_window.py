@@ -35,21 +35,17 @@ from PySide6.QtWidgets import (
 
 from inspector.core.annotations import AnnotationLayer, Mark
 from inspector.core.document import ProgramView
-from inspector.core.frames import parse_stack_trace
 from inspector.core.selection import node_line
 from inspector.ui import settings as keys
 from inspector.ui.plain import ElidedLabel, message_box, plain_label, plain_tip
-from inspector.ui.selection import HIGHLIGHT, PLACE, REQUEST, SOURCE_LINE, USERS
-from inspector.ui.widgets.details_pane import DetailsPane
-from inspector.ui.widgets.module_tree import ModuleTree
-from inspector.ui.widgets.side_tables import SideTables
-from inspector.ui.widgets.source_pane import SourcePane
+from inspector.ui.selection import HIGHLIGHT, MODULE_CHANGED, PLACE, REQUEST
 from inspector.ui.widgets.theme import current_theme
 from inspector.ui.window.actions import build_menus, fill_recent_menu
 from inspector.ui.window.archive_tab import ArchiveTab
 from inspector.ui.window.first_screen_tab import FirstScreenTab
-from inspector.ui.window.docks import DockedPanels, install_panels
+from inspector.ui.window.docks import DockedPanels, install_home_panels, install_panels
 from inspector.ui.window.modes import LISTING, Modes
+from inspector.ui.window.tabs import Tab
 from inspector.ui.window.welcome import WelcomePage
 from inspector.ui.workspace import Document, FirstScreen, Workspace
 
@@ -87,12 +83,6 @@ class MainWindow(QMainWindow):
         self.last_error: QMessageBox | None = None
         self.selection = ws.selection
         self._status_says_highlight = False  # the status bar shows the highlight's label
-        self._source_nodes: list[int] = []
-        self._auto_source = False  # the source pane follows the cursor: no highlight
-        # The frame of the current node while the Source dock is hidden (a panel
-        # tabbed over it, e.g. Profile): reading and lexing the file waits until the
-        # dock is raised, and then shows the node the cursor is on, not an old one.
-        self._pending_frame: object | None = None
         self._panels: list[QDockWidget] = []
         self._home: list[tuple[QDockWidget, Qt.DockWidgetArea]] = []  # for Reset Layout
 
@@ -114,22 +104,15 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.modes.stack)
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.modes.bar)
 
-        self.details = DetailsPane(self)
-        self.details.linkActivated.connect(self._details_link)
-        self.details.frameSelected.connect(self._show_frame)
-        self.source = SourcePane(self)
-        self.source.sourceLineSelected.connect(self._source_line)
-        self.source.navigateNodes.connect(self._source_nav)
-        self.modules = ModuleTree(self)
-        self.modules.moduleSelected.connect(self._module_selected)
-        self.tables = SideTables(self)
-        self.dock_modules = self._dock("Modules", self.modules, Qt.DockWidgetArea.LeftDockWidgetArea)
-        self.dock_details = self._dock("Details", self.details, Qt.DockWidgetArea.RightDockWidgetArea)
-        self.dock_source = self._dock("Source", self.source, Qt.DockWidgetArea.BottomDockWidgetArea)
-        self.dock_tables = self._dock("Tables", self.tables, Qt.DockWidgetArea.BottomDockWidgetArea)
+        # The cursor's panes: registered panels (panels/registry.py HOME_PANELS) that
+        # follow the selection model on their own; the window only docks them.
+        home = install_home_panels(self, ws)
+        self.modules, self.dock_modules = home["modules"]
+        self.details, self.dock_details = home["details"]
+        self.source, self.dock_source = home["source"]
+        self.tables, self.dock_tables = home["tables"]
         self.tabifyDockWidget(self.dock_source, self.dock_tables)
         self.dock_source.raise_()
-        self.dock_source.visibilityChanged.connect(self._source_visibility)
         self.dock_modules.setMinimumWidth(140)
         for d in (self.dock_details, self.dock_source, self.dock_tables):
             d.setMinimumSize(QSize(220, 90))
@@ -158,6 +141,7 @@ class MainWindow(QMainWindow):
         ws.openFailed.connect(lambda path, msg, det: self._failed(Path(path), msg, det))
         ws.loadFailed.connect(lambda doc, msg, det: self._failed(doc.path, msg, det))
         ws.marksChanged.connect(self._marks_changed)
+        ws.frameRequested.connect(lambda _frame: (self.dock_source.show(), self.dock_source.raise_()))
         self.selection.changed.connect(self._selection_changed)
         ws.compareRequested.connect(self.open_compare)
         ws.status.connect(self.status_label.setText)
@@ -174,6 +158,10 @@ class MainWindow(QMainWindow):
         hints.colorSchemeChanged.connect(lambda _s: self.apply_theme())
 
     # ------------------------------------------------------------------ docks
+    def dock_home(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
+        """Dock a home panel (registry HOME_PANELS) as it is, no scroll area."""
+        return self._dock(title, widget, area)
+
     def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
         dock = QDockWidget(title, self)
         dock.setObjectName(f"dock{title.replace(' ', '')}")
@@ -301,12 +289,8 @@ class MainWindow(QMainWindow):
             return
         tab.show_first_screen(screen)
         if tab is self.current_tab():
-            self.details.show_message(f"Reading program {screen.program}…")
-            self.source.show_message(f"Reading program {screen.program}…")
-            self._source_nodes = []
+            tab.publish()  # the panels say the program is being read
             self.cursor_label.setText("")
-            self.modules.set_view(None)
-            self.tables.set_program(None, None)
 
     def _drop_first_screen(self, path: Path) -> None:
         """Its open ended without a tab taking its place (it failed)."""
@@ -380,24 +364,20 @@ class MainWindow(QMainWindow):
         tab = self._tab_of(doc)
         if tab is not None:
             tab.refresh_annotations(program)
-            if tab is self.current_tab() and tab.view is not None and tab.view.name == program:
-                self.modules.set_heat(doc.annotations.module_heat(program),
-                                      doc.annotations.module_heat_title(program))
-                self._line_changed(tab, tab.listing.current_line())  # the node's time
+            # (the Details and Modules panels follow marksChanged themselves)
 
     def close_tab(self, index: int) -> None:
         tab = self.tabs.widget(index)
         # first: the details pane holds the node and a closure over the closed view
         self.details.show_message("No node selected.")
         self.tabs.removeTab(index)
+        if isinstance(tab, Tab):
+            tab.shutdown()  # its own worker first (a compare tab's)
         if isinstance(tab, ArchiveTab):
-            self.workspace.close(tab.doc)  # the selection forgets it  # its tasks first, then its archive
-            tab.deleteLater()
+            self.workspace.close(tab.doc)  # its tasks first, then its archive; the selection forgets it
         elif isinstance(tab, FirstScreenTab):  # still read: no document is made of it
             self.workspace.cancel_open(tab.path)
-            tab.deleteLater()
-        elif hasattr(tab, "shutdown"):  # a compare tab: its worker first
-            tab.shutdown()
+        if tab is not None:
             tab.deleteLater()
         self._update_empty()
 
@@ -414,9 +394,6 @@ class MainWindow(QMainWindow):
             self.setWindowTitle(APP_TITLE)
             self.status_label.setText("Open a .pt2 archive (Ctrl+O) or drop one here")
             self.cursor_label.setText("")
-            self.details.show_message("Open an archive to see its nodes.")
-            self.modules.set_view(None)
-            self.tables.set_program(None, None)
 
     def refresh_recent(self) -> None:
         fill_recent_menu(self)
@@ -468,6 +445,8 @@ class MainWindow(QMainWindow):
             if tab is not None and sel.document is tab.doc and tab.view is not None \
                     and sel.program == tab.view.name:
                 self._line_changed(tab, sel.line)
+        if MODULE_CHANGED in aspects and sel.module is not None:
+            self.dock_modules.show()  # a module picked elsewhere (a Details link) shows here
         if HIGHLIGHT in aspects:
             label = sel.label()
             if label:
@@ -526,19 +505,11 @@ class MainWindow(QMainWindow):
             if tab.doc.program_names:
                 return  # its program is still being read
             self.setWindowTitle(f"{tab.doc.path.name} — {APP_TITLE}")
-            self.modules.set_view(None)
-            self.tables.set_program(None, None)
-            self.details.show_message("This package holds compiled code only: no program to list.")
             self.cursor_label.setText("")
             if not self.is_loading():
                 self.status_label.setText(tab.summary())
             return
-        view = tab.view
         self.setWindowTitle(f"{tab.doc.path.name} — {APP_TITLE}")
-        self.modules.set_view(view)
-        self.modules.set_heat(tab.doc.annotations.module_heat(view.name),
-                              tab.doc.annotations.module_heat_title(view.name))
-        self.tables.set_program(tab.doc, view)
         if not self.is_loading():
             self.status_label.setText(self.selection.label() or self._summary(tab))
         self._line_changed(tab, tab.listing.current_line())
@@ -554,77 +525,19 @@ class MainWindow(QMainWindow):
                 f"(read in {view.seconds:.2f} s)")
 
     def _line_changed(self, tab: ArchiveTab, line: int) -> None:
+        """The status bar's cursor position (the panels follow the selection themselves)."""
         if tab is not self.current_tab() or tab.view is None:
             return
-        view = tab.view
         self.cursor_label.setText(f"Line {line + 1:,} of {tab.listing.line_count():,}")
-        node = view.node_at(line)
-        self._pending_frame = None
-        if node is None:
-            self.details.show_message("No node on this line.")
-            self._source_nodes = []
-            self.source.show_message(f"Line {line + 1} has no node, so no source.")
-            return
-        # keyed by the names the listing prints (`input_1` for the input `input`)
-        users = view.node_users(node)
-        self.details.show_node(node, line, users, lambda ln: _line_label(view, ln),
-                               tab.doc.annotations.layers(view.name),
-                               shown=view.shown_namer(node))
-        # the innermost frame is the one the listing's `# File:` comment names
-        frames = parse_stack_trace(node.stack_trace)
-        if not frames:
-            self._source_nodes = []
-            self.source.show_message(f"{node.name}: no stack trace recorded, so no source.")
-        elif self.dock_source.isVisible():
-            self._follow_source(frames[-1])
-        else:
-            self._pending_frame = frames[-1]
-
-    def _follow_source(self, frame) -> None:
-        self._auto_source = True
-        try:
-            self.source.show_frame(frame)
-        finally:
-            self._auto_source = False
-
-    def _source_visibility(self, visible: bool) -> None:
-        if visible and self._pending_frame is not None:
-            frame, self._pending_frame = self._pending_frame, None
-            self._follow_source(frame)
 
     # ------------------------------------------------------------------ links
-    def _details_link(self, kind: str, value: str) -> None:
-        tab, view = self.current_tab(), self.current_view()
-        if tab is None or view is None:
-            return
-        line = tab.listing.current_line()
-        if kind == "def":
-            tab.go_to_definition(value, line)
-        elif kind == "users":
-            self.show_users(value)
-        elif kind == "line":
-            tab.jump_to(int(value))
-        elif kind == "module":
-            self.dock_modules.show()
-            if not self.modules.select_path(value):
-                self._module_selected(value)
-
     def show_users(self, name: str | None = None) -> list[int]:
         """Highlight every line reading `name` (default: the value the cursor
-        line defines) and move to the first."""
-        tab, view = self.current_tab(), self.current_view()
-        if tab is None or view is None:
+        line defines): the Details panel's users, lit up in the listing."""
+        tab = self.current_tab()
+        if tab is None or tab.view is None:
             return []
-        line = tab.listing.current_line()
-        name = name or tab.listing.word_at_cursor()
-        if not name:
-            return []
-        users = view.users_of(name, line)
-        self.selection.highlight(users, USERS,
-                                 f"{len(users)} user{'s' if len(users) != 1 else ''} of {name}"
-                                 + (" highlighted (listed in Details)" if users else ""),
-                                 document=tab.doc, program=view.name)
-        return users
+        return self.details.show_users(name or tab.listing.word_at_cursor() or "")
 
     def go_to_definition(self) -> bool:
         tab = self.current_tab()
@@ -641,59 +554,13 @@ class MainWindow(QMainWindow):
         word = tab.listing.word_at_cursor()
         return bool(word and text and tab.go_to_definition(word, line))
 
-    def _module_selected(self, path: str) -> None:
-        tab, view = self.current_tab(), self.current_view()
-        if tab is None or view is None:
-            return
-        lines = view.module_lines(path)
-        self.selection.select_module(path, lines,
-                                     f"module {path or '(root)'}: {len(lines):,} nodes selected")
-        if lines:
-            tab.jump_to(lines[0])
-
     def _show_frame(self, frame) -> None:
-        self._pending_frame = None  # this frame, not the cursor's innermost one
-        self.dock_source.show()
-        self.dock_source.raise_()
-        self.source.show_frame(frame)
+        """Show `frame` in the Source panel (as the Details pane's trace does)."""
+        self.workspace.show_frame(frame)
 
     def source_nodes(self) -> list[int]:
         """Listing lines of the nodes made by the source line the Source pane shows."""
-        return list(self._source_nodes)
-
-    def _source_line(self, file: str, line: int) -> None:
-        view = self.current_view()
-        if view is None:
-            return
-        self._source_nodes = view.source_lines(file, line)
-        tab = self.current_tab()
-        pos = 0
-        if tab is not None:
-            if not self._auto_source:  # the user picked a source line: show its nodes
-                n = len(self._source_nodes)
-                self.selection.highlight(
-                    self._source_nodes, SOURCE_LINE,
-                    f"{Path(file).name}:{line}: {n:,} node{'s' if n != 1 else ''} highlighted",
-                    document=tab.doc, program=view.name)
-            cur = tab.listing.current_line()
-            if cur in self._source_nodes:
-                pos = self._source_nodes.index(cur) + 1
-        self.source.set_node_count(len(self._source_nodes), pos)
-
-    def _source_nav(self, backwards: bool) -> None:
-        tab = self.current_tab()
-        lines = self._source_nodes
-        if tab is None or not lines:
-            return
-        cur = tab.listing.current_line()
-        if backwards:
-            before = [ln for ln in lines if ln < cur]
-            target = before[-1] if before else lines[-1]
-        else:
-            after = [ln for ln in lines if ln > cur]
-            target = after[0] if after else lines[0]
-        tab.jump_to(target)
-        self.source.set_node_count(len(lines), lines.index(target) + 1)
+        return self.source.source_nodes()
 
     # ------------------------------------------------------------------ history
     def go_back(self) -> bool:
@@ -707,11 +574,7 @@ class MainWindow(QMainWindow):
         theme = current_theme()
         for i in range(self.tabs.count()):
             tab = self.tabs.widget(i)
-            if isinstance(tab, ArchiveTab):
-                tab.listing.set_theme(theme)
-                if tab.compiled is not None:
-                    tab.compiled.set_theme(theme)
-            elif hasattr(tab, "set_theme"):  # a compare tab
+            if isinstance(tab, Tab):
                 tab.set_theme(theme)
         self.details.set_theme(theme)
         self.source.set_theme(theme)
@@ -785,8 +648,8 @@ class MainWindow(QMainWindow):
             s.sync()
         for i in range(self.tabs.count()):
             tab = self.tabs.widget(i)
-            if hasattr(tab, "shutdown"):  # a compare tab's worker
-                tab.shutdown()
+            if isinstance(tab, Tab):
+                tab.shutdown()  # a compare tab's worker
         self.workspace.shutdown(5000)  # never leave a parsing thread behind
         super().closeEvent(event)
 
@@ -798,9 +661,3 @@ def _differs(a: QSize, b: QSize) -> bool:
         return hi / lo > RELAYOUT_RATIO
     return off(a.width(), b.width()) or off(a.height(), b.height())
 
-
-def _line_label(view: ProgramView, line: int) -> str:
-    node = view.node_at(line)
-    if node is None:
-        return f"line {line + 1}"
-    return f"{line + 1}: {view.shown_name(node.graph.name, node.name)} = {node.op_name}(…)"

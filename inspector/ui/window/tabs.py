@@ -1,0 +1,25 @@
+"""What the window asks of every tab (the `Tab` protocol), instead of `hasattr`.
+
+The archive tab (ArchiveTab: the listing, and an AOTInductor package's compiled
+model page, CompiledModelView), a big archive's first-screen tab (FirstScreenTab)
+and the compare tab (CompareTab) all answer it. The window calls `set_theme` when
+the colour scheme changes and `shutdown` before it drops a tab or closes (a tab's
+own worker stops first; an archive tab's document is closed by the Workspace).
+Where the user is in a tab goes through the selection model (workspace.selection),
+never through the window.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from inspector.ui.widgets.theme import Theme
+
+
+@runtime_checkable
+class Tab(Protocol):
+    def set_theme(self, theme: Theme) -> None:
+        """Repaint in `theme` (the window's colour scheme changed)."""
+
+    def shutdown(self) -> None:
+        """Stop the tab's own work: it is about to be dropped or the window closes."""
