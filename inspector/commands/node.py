@@ -17,7 +17,7 @@ import orjson
 from inspector.core.archive import open_archive
 from inspector.core.listing import render_listing
 from inspector.core.node_report import NodeNotFoundError, describe_node, find_node
-from inspector.core.sources import PathMapping, SourceResolver, why_not_shown
+from inspector.core.sources import PathMapping, SourceResolver, local_note, why_not_shown
 
 NAME = "node"
 HELP = "one node: its statement, module path, users and stack frames with their local files"
@@ -80,9 +80,8 @@ def format_text(r: dict[str, Any]) -> str:
         if f["local"] is None:
             out.append(f"        local: {why_not_shown(f['file'])}")
         else:
-            note = {"same": "", "unchecked": "",
-                    "moved": f" (this code is at line {f.get('local_line')} there: another version)",
-                    "differs": " (the local line differs: another version)"}[f["local_check"]]
+            note = local_note(f["local_check"], f.get("local_line"))
+            note = f" ({note})" if note else ""
             out.append(f"        local: {f['local']}{note}")
             if f["local_check"] == "differs":
                 out.append(f"        local line: {f.get('local_code', '')}")

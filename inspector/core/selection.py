@@ -7,9 +7,12 @@ and Back/Forward (`History`). The Qt part (inspector/ui/selection.py) wraps one
 SelectionState and says when it changed; this module decides what a change means:
 
 - moving to another line drops the passing highlights (users of a value, a
-  module's nodes, a source line's nodes) unless the line is one of theirs or the
-  line they were made on: a highlight belongs to what was selected, and a tint
-  that outlives it is stale;
+  module's nodes, a source line's nodes) but on the line they were made on, and
+  where their owner steps through them (a request `within` their reason: the
+  Source pane's ◀ ▶, a module's jump to its first node, a user picked in the
+  Details pane): a highlight belongs to what was selected, and a tint that
+  outlives it is stale. A click on one of a frame's 193 tinted nodes is a move
+  like any other (issue 29: it used to keep them, so nothing cleared them);
 - moving to another program or document drops every highlight of the old one;
 - kept highlights (search matches, a diff's changes, failing nodes) stay until
   their owner clears them.
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Hashable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 # Why lines are highlighted (Highlight.reason). Panels may use their own words too.
@@ -66,16 +69,14 @@ class Highlight:
     origin: int = -1
     kept: bool = False
 
-    def holds(self, line: int) -> bool:
-        return line in self.lines or line == self.origin
-
 
 @dataclass(frozen=True)
 class Request:
     """A node (by name) or a line asked for, waiting until the listing of
     `document`'s `program` can show it. `record`: a jump Back can return from
     (Back/Forward themselves do not record) to `origin`, where the user was when
-    it was asked (in another program, maybe not read yet)."""
+    it was asked (in another program, maybe not read yet). `within`: the reason
+    of the highlight this steps through (its lines stay lit when it lands on one)."""
 
     document: Hashable | None
     program: str
@@ -83,6 +84,7 @@ class Request:
     line: int | None = None
     record: bool = True
     origin: Place | None = None
+    within: str | None = None
 
 
 class History:
@@ -143,6 +145,9 @@ class SelectionState:
                 node: str | None = None) -> set[str]:
         """The cursor is now on `line` of `program` of `document` (a listing says)."""
         changed: set[str] = set()
+        req = self.request
+        answers = req is not None and req.document is document and req.program == program and (
+            (req.node is not None and req.node == node) or req.line == line)
         if document is not self.document or program != self.program:
             if self.highlights:
                 self.highlights = {}
@@ -151,20 +156,25 @@ class SelectionState:
                 self.module = None
                 changed.add(MODULE_CHANGED)
         else:
-            stale = [r for r, h in self.highlights.items() if not h.kept and not h.holds(line)]
+            stale = []
+            for reason, h in list(self.highlights.items()):
+                if h.kept or line == h.origin:
+                    continue
+                if answers and req.within == reason and line in h.lines:
+                    self.highlights[reason] = replace(h, origin=line)  # stepped through it
+                    continue
+                stale.append(reason)
             for reason in stale:
                 del self.highlights[reason]
                 changed.add(HIGHLIGHT)
-            if stale and MODULE in stale and self.module is not None:
+            if MODULE in stale and self.module is not None:
                 self.module = None
                 changed.add(MODULE_CHANGED)
         if (document, program, line, node) != (self.document, self.program, self.line, self.node) \
                 or document is not self.document:
             self.document, self.program, self.line, self.node = document, program, line, node
             changed.add(PLACE)
-        req = self.request
-        if req is not None and req.document is document and req.program == program and (
-                (req.node is not None and req.node == node) or req.line == line):
+        if answers:
             self.request = None  # answered
             changed.add(REQUEST)
         return changed

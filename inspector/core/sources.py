@@ -101,6 +101,21 @@ class LineCheck:
             return "the local line differs from the recorded code (another version of the file)"
         return ""
 
+    @property
+    def note(self) -> str:
+        """What the `node` command and the window's Source pane say beside the
+        local file (the same words in both): "" when the line reads as recorded."""
+        return local_note(self.status, self.line)
+
+
+def local_note(status: str, line: int | None) -> str:
+    """The note about a local file whose line is not the recorded code (LineCheck)."""
+    if status == "moved":
+        return f"this code is at line {line} there: another version"
+    if status == "differs":
+        return "the local line differs: another version"
+    return ""
+
 
 def _default_find_top(name: str) -> str | None:
     """The folder (package) or file (module) of top-level `name` here, unimported."""

@@ -101,8 +101,12 @@ class Selection(QObject):
         streamed in (`request` until then)."""
         self._ask(Request(self._doc(document), program, node=name))
 
-    def select_line(self, program: str, line: int, document=None, record: bool = True) -> None:
-        self._ask(Request(self._doc(document), program, line=line, record=record))
+    def select_line(self, program: str, line: int, document=None, record: bool = True,
+                    within: str | None = None) -> None:
+        """Show `line` of `program`. `within`: the reason of a highlight this steps
+        through (landing on one of its lines keeps it lit; any other move drops it)."""
+        self._ask(Request(self._doc(document), program, line=line, record=record,
+                          within=within))
 
     def back(self) -> bool:
         return self._go(self.state.history.back())

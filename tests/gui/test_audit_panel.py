@@ -162,3 +162,26 @@ def test_target_choice_is_remembered(qtbot, audited):
     qtbot.addWidget(again)
     assert again.target_device() == "meta"
     again.shutdown()
+
+
+def test_the_explanation_follows_the_target(qtbot, no_leaks, window, toy_tab, toy_archive):
+    """Issue 29: a finding's explanation under the trees is the current report's. With
+    no target a cpu literal is a warning; switching the target to cuda makes it an
+    error, and the explanation says so (it said "warning" until another click)."""
+    window.job_panels.docks["audit"].raise_()
+    audit = window.job_panels.audit
+    audit.set_target(None)
+    qtbot.waitUntil(lambda: audit.report is not None and audit.report.path == str(toy_archive)
+                    and audit.report.target is None, timeout=60000)
+    item = audit.before.leaf_for(lambda f: f.rule == DEVICE_LITERAL and f.node is not None)
+    assert item is not None
+    audit.before.setCurrentItem(item)
+    assert audit.detail.toPlainText().startswith("warning")
+    audit.set_target("cuda")
+    qtbot.waitUntil(lambda: audit.report.target == "cuda", timeout=60000)
+    current = audit.before.currentItem()
+    assert current is not None
+    f = current.data(0, Qt.ItemDataRole.UserRole + 1)
+    assert f.rule == DEVICE_LITERAL and f.severity == ERROR  # the same finding, now an error
+    assert audit.detail.toPlainText().startswith("error"), audit.detail.toPlainText()
+    audit.shutdown()

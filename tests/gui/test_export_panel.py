@@ -185,3 +185,19 @@ def test_refuses_to_overwrite_the_archive_in_the_current_tab(no_leaks, window, t
     panel.output.setText(str(toy_archive))
     assert "open in the current tab" in panel.problems()["output"]
     assert not panel.export_button.isEnabled()
+
+
+def test_with_no_archive_before_the_table_compares_nothing(qtbot, panel, out_dir):
+    """Issue 29: exported with no archive open, the ranges table has nothing to compare
+    with: its Before column says "—", never "— (static)" (which claims the dimension
+    was static in an archive that does not exist), and no row is marked changed."""
+    panel.batch.set_values(1, 8, 2)
+    panel.seq.set_values(2, 32, 8)
+    with qtbot.waitSignal(panel.compared, timeout=300_000):
+        assert panel.start_export()
+    rows = panel.compare_table.rows()
+    assert rows and {r[2] for r in rows} == {"—"}
+    assert ("decoder", "input_ids[1]", "—", "[2, 32]") in rows
+    assert not any(panel.compare_table.item(r, 3).font().bold() for r in range(len(rows)))
+    assert panel.compare_box.title() == "Range constraints of toy-tiny.pt2"
+    qtbot.waitUntil(lambda: not panel.runner.is_running(), timeout=5000)

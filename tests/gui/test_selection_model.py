@@ -106,8 +106,21 @@ def test_a_frames_highlight_and_its_status_go_when_the_cursor_moves_on(qtbot, wi
     assert len(lit) == spread(line) > 1
     assert window.workspace.selection.highlights[SOURCE_LINE].lines == lit
     assert "highlighted" in window.status_label.text()
-    # a line among them keeps them; a line elsewhere drops them and their status text
-    toy_tab.listing.set_current_line(max(lit))
+    # the Source pane's ▶ steps through them and keeps them, the pane on that line
+    shown = window.source.header.text()
+    window.source.next_btn.click()
+    assert toy_tab.listing.current_line() in lit and toy_tab.listing.current_line() != line
+    assert toy_tab.listing.related_lines() == lit and window.source.header.text() == shown
+    assert "highlighted" in window.status_label.text()
+    # a click on another of them is the selection moving on: they go, and their status
+    # text (issue 29: a frame's 193 tinted nodes stayed whatever was clicked)
+    toy_tab.listing.set_current_line(next(ln for ln in sorted(lit)
+                                          if ln != toy_tab.listing.current_line()))
+    assert toy_tab.listing.related_lines() == set()
+    assert window.status_label.text() == summary
+    # and a line elsewhere, after a new frame click: the same
+    toy_tab.listing.set_current_line(line)
+    window.details.browser.anchorClicked.emit(QUrl(f"frame:{len(frames) - 1}"))
     assert toy_tab.listing.related_lines() == lit
     elsewhere = next(ln for ln in range(toy_tab.listing.line_count())
                      if ln not in lit and ln != line and toy_tab.view.node_at(ln) is not None)

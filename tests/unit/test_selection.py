@@ -28,15 +28,27 @@ from inspector.core.selection import (
 DOC, OTHER = object(), object()
 
 
-def test_a_passing_highlight_goes_when_the_cursor_moves_past_it():
+def test_a_passing_highlight_goes_when_the_cursor_moves_on():
     s = SelectionState()
     s.move_to(DOC, "p", 10, "a")
     assert s.highlight([20, 30], SOURCE_LINE, "2 nodes") == {HIGHLIGHT}
     assert s.highlighted() == {20, 30} and s.label() == "2 nodes"
-    # onto one of its lines, and back to the line it was made on: kept
-    assert HIGHLIGHT not in s.move_to(DOC, "p", 30, "c")
+    # the line it was made on, published again: kept
     assert HIGHLIGHT not in s.move_to(DOC, "p", 10, "a")
-    # anywhere else: gone, and its label with it
+    # its owner stepping through it (a request within it, answered): kept
+    s.ask(Request(DOC, "p", line=30, within=SOURCE_LINE))
+    assert s.move_to(DOC, "p", 30, "c") == {PLACE, REQUEST}
+    assert s.highlighted() == {20, 30}
+    # another request, even onto one of its lines: gone
+    s.ask(Request(DOC, "p", line=20, within=USERS))
+    assert HIGHLIGHT in s.move_to(DOC, "p", 20, "b") and s.highlighted() == set()
+    # a plain move onto one of its lines (a click on a tinted node) is the selection
+    # moving on (issue 29: a frame tinting 193 nodes was never cleared by clicks)
+    s.highlight([20, 30], SOURCE_LINE, "2 nodes")
+    assert s.move_to(DOC, "p", 30, "c") == {PLACE, HIGHLIGHT}
+    assert s.highlighted() == set() and s.label() == ""
+    # anywhere else: gone too, and its label with it
+    s.highlight([20, 30], SOURCE_LINE, "2 nodes")
     assert s.move_to(DOC, "p", 11, "b") == {PLACE, HIGHLIGHT}
     assert s.highlighted() == set() and s.label() == ""
 

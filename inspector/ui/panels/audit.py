@@ -299,7 +299,7 @@ class AuditPanel(QWidget):
 
     def _show_report(self, report: AuditReport) -> None:
         self.report = report
-        self.before.show_findings(report.findings)
+        self._show_detail(_refill(self.before, report.findings))
         self.before_title.set_full_text(Path(report.path).name)
         self.counts_label.setText(_counts_text(report, "Findings"))
         self._push_marks(report)
@@ -334,6 +334,7 @@ class AuditPanel(QWidget):
             self.workspace.select_node(f.program, f.node, doc)
 
     def _show_detail(self, item: QTreeWidgetItem | None) -> None:
+        """The explanation under the trees: the current finding's, or none."""
         f = item.data(0, FINDING_ROLE) if item is not None else None
         if f is None:
             self.detail.clear()
@@ -415,7 +416,7 @@ class AuditPanel(QWidget):
         self.retarget_result = result
         self.after = report
         self._cache[_cache_key(report.path, report.target)] = report
-        self.after_tree.show_findings(report.findings)
+        self._show_detail(_refill(self.after_tree, report.findings))
         self.after_title.set_full_text(f"{Path(report.path).name} (after)")
         self.after_box.show()
         half = max((self.split.width() if self.split.orientation() == Qt.Orientation.Horizontal
@@ -499,3 +500,21 @@ def _bundled(path: Path) -> bool:
         return path.resolve().parent == demo_archive().resolve().parent
     except (OSError, FileNotFoundError):
         return False
+
+
+def _refill(tree: FindingsTree, findings: list[Finding]) -> QTreeWidgetItem | None:
+    """Show a new report's `findings` in `tree`, the finding that was current kept
+    current where the new report has it (same rule, program, node and group: its
+    severity and message are the new report's, e.g. an error once the target is
+    cuda). Returns that item (None: the explanation under the trees is cleared,
+    never left in the old report's words)."""
+    item = tree.currentItem()
+    was: Finding | None = item.data(0, FINDING_ROLE) if item is not None else None
+    tree.show_findings(findings)
+    again = None
+    if was is not None:
+        key = (was.rule, was.program, was.node, was.group)
+        again = tree.leaf_for(lambda f: (f.rule, f.program, f.node, f.group) == key)
+    if again is not None:
+        tree.setCurrentItem(again)
+    return again

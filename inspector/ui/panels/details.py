@@ -77,8 +77,8 @@ class DetailsPanel(DetailsPane):
                 sel.select_line(view.name, target, doc)
         elif kind == "users":
             self.show_users(value)
-        elif kind == "line":
-            sel.select_line(view.name, int(value), doc)
+        elif kind == "line":  # a user of a value (its lines stay lit)
+            sel.select_line(view.name, int(value), doc, within=USERS)
         elif kind == "module":
             from inspector.ui.panels.modules import select_module
 

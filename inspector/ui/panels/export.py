@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 from superqt import QLabeledRangeSlider
 
 from inspector.core.errors import InspectorError
+from inspector.core.range_compare import compare_files
 from inspector.ui.device_list import DeviceSource, fill_combo
 from inspector.ui.job_runner import (
     BATCH_LIMIT,
@@ -48,7 +49,7 @@ from inspector.ui.job_runner import (
 )
 from inspector.ui.panels.saved_options import SavedOptions
 from inspector.ui.tasks import TaskGroup
-from inspector.ui.widgets.range_table import RangeCompareTable, compare_files
+from inspector.ui.widgets.range_table import RangeCompareTable
 from inspector.ui.widgets.status_area import StatusArea
 from inspector.ui.widgets.theme import current_theme
 from inspector.ui.workspace import Workspace

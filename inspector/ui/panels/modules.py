@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QWidget
 
-from inspector.ui.selection import MODULE_CHANGED, PLACE
+from inspector.ui.selection import MODULE, MODULE_CHANGED, PLACE
 from inspector.ui.widgets.module_tree import ModuleTree
 from inspector.ui.workspace import Workspace
 
@@ -26,7 +26,7 @@ def select_module(workspace: Workspace, path: str) -> list[int]:
     sel = workspace.selection
     sel.select_module(path, lines, f"module {path or '(root)'}: {len(lines):,} nodes selected")
     if lines:
-        sel.select_line(view.name, lines[0], doc)
+        sel.select_line(view.name, lines[0], doc, within=MODULE)
     return lines
 
 

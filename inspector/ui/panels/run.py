@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import time
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,8 @@ RUN_OPTIONS_KEY = "run/last_options"  # QSettings: the options of the last run, 
 LIVE_ROW_EVERY = 8  # chart frames between live stats updates (~4 Hz)
 BATCH_BOX_MAX = 4096  # RunSpec.validate's limit, when the archive sets none
 OPTIONS_WIDTH = 300  # the options column; the chart takes the rest
+COMPILING = "compiling (first call)…"  # what the bar says while torch.compile compiles
+COMPILING_TICK_MS = 1000  # its elapsed time counts up once a second
 
 def read_ranges(path: str) -> GeneratorRanges:
     """The generator's ranges of an archive no document holds (JSON only)."""
@@ -124,6 +127,15 @@ class RunPanel(QWidget):
         self.runner.error.connect(self._on_error)
         self.runner.log.connect(self._on_log)
         self.runner.finished.connect(self._on_finished)
+        # torch.compile compiles inside the first call, for tens of seconds without an
+        # event: the bar says so, with the time it has taken so far
+        self._compiling: tuple[str, float] | None = None  # (stage, since: monotonic)
+        self._compile_timer = QTimer(self)
+        self._compile_timer.setInterval(COMPILING_TICK_MS)
+        self._compile_timer.timeout.connect(self._show_compiling)
+        self.runner.progress.connect(self._on_progress)
+        self.runner.sample.connect(lambda _event: self._stop_compiling())
+        self.runner.finished.connect(self._stop_compiling)
         self.chart.redrawn.connect(self._refresh_live_row)
         self.workspace.documentOpened.connect(lambda doc: self.set_archive(str(doc.path)))
         self.workspace.currentChanged.connect(lambda _doc: self._follow_current())
@@ -501,6 +513,7 @@ class RunPanel(QWidget):
             self.status_area.set_status(f"Stopped {record.label} after {record.series.n} tokens.")
 
     def shutdown(self) -> None:
+        self._stop_compiling()
         self.runner.shutdown()
         self.chart.timer.stop()
         self.tasks.cancel()
@@ -522,6 +535,33 @@ class RunPanel(QWidget):
         record.series.append(float(ms))
         record.repeats.append(int(event.get("repeat", 0)))
         record.steps.append(int(event.get("step", record.series.n - 1)))
+
+    def _on_progress(self, stage: str, _fraction: float) -> None:
+        """The first call of a compiled run (the first warm-up, or the first timed run
+        with no warm-up) compiles: say so on the bar, elapsed time counting."""
+        self._stop_compiling()
+        record = self._current
+        if record is None or not record.spec.compile:
+            return
+        first = "warm-up 1/" if record.spec.warmup else "run 1/"
+        if stage.startswith(first):
+            self._compiling = (stage, time.monotonic())
+            self._show_compiling()
+            self._compile_timer.start()
+
+    def _show_compiling(self) -> None:
+        if self._compiling is None:
+            return
+        stage, since = self._compiling
+        self.progress.setFormat(f"{stage}: {COMPILING} {int(time.monotonic() - since)} s")
+
+    def _stop_compiling(self) -> None:
+        self._compiling = None
+        self._compile_timer.stop()
+
+    def compiling_text(self) -> str:
+        """What the bar says while a compiled run compiles ("" otherwise)."""
+        return self.progress.format() if self._compiling is not None else ""
 
     def _on_log(self, level: str, message: str) -> None:
         if level == "note":

@@ -51,6 +51,11 @@ class SourcePanel(SourcePane):
             return
         if sel.line < 0:
             return
+        lit = sel.highlights.get(SOURCE_LINE)
+        if lit is not None and sel.line in lit.lines and sel.line in self._nodes:
+            # stepping through the nodes of the source line shown (◀ ▶): it stays
+            self.set_node_count(len(self._nodes), self._nodes.index(sel.line) + 1)
+            return
         node = view.node_at(sel.line)
         if node is None:
             self._nodes = []
@@ -109,5 +114,5 @@ class SourcePanel(SourcePane):
         else:
             after = [ln for ln in lines if ln > cur]
             target = after[0] if after else lines[0]
-        self.workspace.selection.select_line(view.name, target, doc)
+        self.workspace.selection.select_line(view.name, target, doc, within=SOURCE_LINE)
         self.set_node_count(len(lines), lines.index(target) + 1)

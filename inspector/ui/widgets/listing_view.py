@@ -224,6 +224,12 @@ class ListingView(RowsArea):
         if self._make_current(line, center) and emit:
             self.currentLineChanged.emit(self._current)
 
+    def visible_columns(self) -> tuple[float, float]:
+        """The text columns the viewport shows now: (first, end)."""
+        value = self.horizontalScrollBar().value()
+        width = self.viewport().width() - self._gutter - 8
+        return value / self._cw, (value + width) / self._cw
+
     def ensure_columns_visible(self, start: int, end: int, keep: int | None = None) -> None:
         """Scroll horizontally so columns [start, end) show (a match far right).
         `keep`: a column that must stay in view (the node's name), even when that

@@ -23,7 +23,13 @@ from PySide6.QtWidgets import (
 from inspector.core import source_spans
 from inspector.core.frames import Frame
 from inspector.core.source_spans import Span
-from inspector.core.sources import SourceResolver, read_source_text, why_not_shown
+from inspector.core.sources import (
+    PathMapping,
+    SourceResolver,
+    check_line,
+    read_source_text,
+    why_not_shown,
+)
 from inspector.core.text import mark_invisible
 from inspector.ui.plain import ElidedLabel, plain_tip, shown
 from inspector.ui.tasks import TaskGroup
@@ -120,6 +126,11 @@ class SourcePane(QWidget):
         self.frame: Frame | None = None
         self.missing = False
         self._file: str | None = None
+        # local line - recorded line, where the local file is another version whose
+        # code moved (check_line): the marked line is where the code is here, and a
+        # line picked in the editor is asked for as the recorded one it stands for
+        self._offset = 0
+        self.note = ""  # what the header says about the local file (the `node` command's words)
         self._shown_text = ""
         self._quiet = False
 
@@ -136,6 +147,7 @@ class SourcePane(QWidget):
             if not same and text is None:
                 self.missing = True
                 self._file = None
+                self.note, self._offset = "", 0
                 self._set_text("", lex=False)
                 why = why_not_shown(local)
                 self._header(f"{where} — file {why.split(':')[0]}")
@@ -147,17 +159,22 @@ class SourcePane(QWidget):
                 self._mark(3)
                 return
             self.missing = False
-            self._header(f"{where} in {frame.function}")
-            self.header.setToolTip(plain_tip(frame.file if local == frame.file
-                                             else f"recorded: {frame.file}\nshown: {local}"))
+            check = check_line(local, frame.line, frame.code)
+            self.note = check.note
+            self._offset = check.line - frame.line if check.status == "moved" else 0
+            self._header(f"{where} in {frame.function}" + (f" — {self.note}" if self.note else ""),
+                         warn=bool(self.note))
+            self.header.setToolTip(plain_tip(
+                (frame.file if local == frame.file else f"recorded: {frame.file}\nshown: {local}")
+                + (f"\n{check.message}" if check.message else "")))
             if not same:
                 self._set_text(text, lex=len(text) <= MAX_LEX_BYTES)
                 self._file = frame.file
-            self._mark(frame.line - 1)
+            self._mark(frame.line - 1 + self._offset)
         finally:
             self._quiet = False
-        # the marked line, inside the file (a recorded 2**64 does not fit the signal)
-        self.sourceLineSelected.emit(frame.file, self.marked_line())
+        # the recorded line, inside the file (a recorded 2**64 does not fit the signal)
+        self.sourceLineSelected.emit(frame.file, self.marked_line() - self._offset)
 
     def _set_text(self, text: str, lex: bool) -> None:
         """Show `text` at once, uncoloured; colour it when its spans arrive."""
@@ -218,7 +235,7 @@ class SourcePane(QWidget):
             return
         line = self.editor.textCursor().blockNumber() + 1
         self._mark_only(line - 1)
-        self.sourceLineSelected.emit(self._file, line)
+        self.sourceLineSelected.emit(self._file, max(1, line - self._offset))
 
     def _mark_only(self, block_number: int) -> None:
         sel = QTextEdit.ExtraSelection()
@@ -237,11 +254,20 @@ class SourcePane(QWidget):
         self.prev_btn.setEnabled(count > 0)
         self.next_btn.setEnabled(count > 0)
 
-    def _header(self, text: str, muted: bool = False) -> None:
+    def _header(self, text: str, muted: bool = False, warn: bool = False) -> None:
         """The header line, plain text (an ElidedLabel: markup would show as is);
-        a message rather than a frame is greyed (disabled)."""
+        a message rather than a frame is greyed (disabled); `warn`: the local file
+        is another version (in the warning colour)."""
         self.header.setText(text)
         self.header.setEnabled(not muted)
+        self.header.setStyleSheet(
+            f"color: {self.theme.severity['warning'].name()};" if warn else "")
+
+    def set_path_mappings(self, mappings: list[PathMapping]) -> None:
+        """Read files recorded under a prefix from a local folder (the `node`
+        command's --map): the next frame is looked up with them."""
+        self._sources = SourceResolver(mappings)
+        self._file = None  # read again through the mappings
 
     def show_message(self, text: str) -> None:
         """No frame to show (a line without a node, a node without a stack trace):
@@ -249,6 +275,7 @@ class SourcePane(QWidget):
         self.frame = None
         self.missing = True  # no file: a click in the editor selects no nodes
         self._file = None
+        self.note, self._offset = "", 0
         self._header(text, muted=True)
         self.header.setToolTip("")
         self.highlighter.spans = {}

@@ -223,6 +223,7 @@ class ArchiveTab(QWidget):
         else:
             self.show_listing_page()
             self.listing.set_current_line(line, center=True)
+        self.show_statement(line)
         self.publish()
         sel.drop_request(req)  # answered (a graph input's line has no node to match)
 
@@ -369,6 +370,22 @@ class ArchiveTab(QWidget):
             ws.select_node(program, node, self.doc)
 
     # -- navigation --
+    def show_statement(self, line: int, match: tuple[int, int] | None = None) -> None:
+        """Scroll sideways so `line`'s statement shows: its value's name and its op
+        (`add_3: "f32[s72, 64]" = torch.ops.aten.add.Tensor`), or `match` (columns)
+        with the name as far as it fits. A node asked for, a search match far right:
+        never past the edge of a narrow listing."""
+        text = self.listing.line_text(line)
+        if not text:
+            return
+        name_col = len(text) - len(text.lstrip())
+        if match is None:
+            eq = text.find(" = ", name_col)
+            call = text.find("(", eq) if eq >= 0 else -1
+            end = call if call >= 0 else len(text.rstrip())
+            match = (name_col, max(end, name_col + 1))
+        self.listing.ensure_columns_visible(*match, keep=name_col)
+
     def jump_to(self, line: int) -> None:
         """Move the cursor to `line` as a jump Back can return from."""
         self.show_listing_page()
@@ -411,10 +428,14 @@ class ArchiveTab(QWidget):
         self.search.set_status(0, len(result), ms=self.last_search_ms)
         self._publish_matches()
         if result.lines:
-            # show the first match at or after the cursor without moving it
+            # show the first match at or after the cursor without moving it, sideways too
             cur = max(self.listing.current_line(), 0)
             i = bisect.bisect_left(result.lines, cur)
-            self.listing.ensure_visible(result.lines[i % len(result.lines)], center=True)
+            first = result.lines[i % len(result.lines)]
+            self.listing.ensure_visible(first, center=True)
+            spans = result.spans(self.listing.line_text(first)) if result.query.text else None
+            if spans:
+                self.show_statement(first, spans[0])
 
     def _so_far(self) -> bool:
         """Whether the result shown is from the lines listed so far (_search_so_far)."""

@@ -53,9 +53,14 @@ APP_TITLE = "PT2 Inspector"
 FILE_FILTER = "PyTorch export archives (*.pt2);;All files (*)"
 
 # Default dock sizes, as fractions of the window (and floors in pixels), so a layout
-# fits 1024x700 as well as 1920x1080.
-LEFT_FRACTION, LEFT_MIN = 0.2, 200  # module tree
-RIGHT_FRACTION, RIGHT_MIN = 0.30, 300  # details and the side panels
+# fits 1024x700 as well as 1920x1080. The listing is what one reads: it gets the rest,
+# at least LISTING_SHARE of a 1400 px window (an op line is ~90 columns).
+LEFT_FRACTION, LEFT_MIN = 0.15, 180  # module tree
+RIGHT_FRACTION, RIGHT_MIN = 0.21, 300  # details and the side panels
+LISTING_SHARE = 0.6
+# Below this width the module tree is tabbed with Details on the right (one dock
+# beside the listing, not two): at 1024 px the listing keeps ~70 columns.
+NARROW_WIDTH = 1200
 BOTTOM_FRACTION, BOTTOM_MIN = 0.28, 130  # source, tables
 LISTING_MIN_WIDTH = 320
 # A saved layout is reused as it is only in a window of about the size it was saved in;
@@ -594,10 +599,16 @@ class MainWindow(QMainWindow):
     def _default_layout(self) -> None:
         """The listing gets most of the window; docks get fractions of it."""
         w, h = self.width(), self.height()
-        self.resizeDocks([self.dock_modules, self.dock_details],
-                         [max(LEFT_MIN, int(w * LEFT_FRACTION)),
-                          max(RIGHT_MIN, int(w * RIGHT_FRACTION))],
-                         Qt.Orientation.Horizontal)
+        right = max(RIGHT_MIN, int(w * RIGHT_FRACTION))
+        if w < NARROW_WIDTH and not self.dock_modules.isFloating() and \
+                self.dockWidgetArea(self.dock_modules) == Qt.DockWidgetArea.LeftDockWidgetArea:
+            self.tabifyDockWidget(self.dock_details, self.dock_modules)
+            self.dock_details.raise_()
+            self.resizeDocks([self.dock_details], [right], Qt.Orientation.Horizontal)
+        else:
+            self.resizeDocks([self.dock_modules, self.dock_details],
+                             [max(LEFT_MIN, int(w * LEFT_FRACTION)), right],
+                             Qt.Orientation.Horizontal)
         self.resizeDocks([self.dock_source], [max(BOTTOM_MIN, int(h * BOTTOM_FRACTION))],
                          Qt.Orientation.Vertical)
 
