@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from inspector.core.annotations import AnnotationStore
 from inspector.core.archive import Archive, open_archive
 from inspector.core.errors import ArchiveError, InspectorError
 from inspector.core.first_screen import first_screen_of
@@ -151,6 +152,31 @@ class ArchiveDoc:
     @property
     def program_names(self) -> list[str]:
         return self.archive.program_names
+
+
+@dataclass(eq=False)
+class ListedArchive:
+    """One side of a comparison, as the selection model's panels read a document:
+    the programs the comparison parsed and listed, viewed (listed_view) as they are
+    asked for. No archive stays open, so no annotations (an empty store)."""
+
+    path: Path
+    program_names: list[str]
+    views: dict[str, ProgramView] = field(default_factory=dict)
+    annotations: AnnotationStore = field(default_factory=AnnotationStore)
+    closed: bool = False
+
+    def view(self, program: str | None = None) -> ProgramView | None:
+        return self.views.get(program) if program else None
+
+
+def listed_view(name: str, program: Program, listing: Listing) -> ProgramView:
+    """A complete view (indexed: users, modules, source lines) of a program already
+    parsed and listed, e.g. by a comparison (worker side; no weights)."""
+    with gc_paused(freeze=True):
+        view = ProgramView(name, program, listing, [])
+        _grow(view)
+    return complete_view(view)
 
 
 # Programs above this size are shown before their search index is built.

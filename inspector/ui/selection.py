@@ -90,6 +90,12 @@ class Selection(QObject):
     def record_jump(self, document, program: str | None, old: int, new: int) -> None:
         self.state.record_jump(document, program, old, new)
 
+    def touch(self) -> None:
+        """What the current place shows changed (its program was just viewed):
+        followers read it again (a PLACE change, the place itself the same)."""
+        if self.state.document is not None:
+            self.changed.emit(frozenset({PLACE}))
+
     def drop_request(self, request: Request | None = None) -> None:
         """A listing judged the request whole and could not show it."""
         self._emit(self.state.drop_request(request))

@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from PySide6.QtCore import QObject, QThreadPool, QTimer, Signal
 
@@ -55,6 +55,17 @@ POOL_THREADS = 4
 # How long a big program's background listing waits for its first screen to be
 # painted (Document.listingPainted) before it starts anyway (a tab off screen).
 PAINT_WAIT_MS = 400
+
+
+@runtime_checkable
+class Viewed(Protocol):
+    """What the selection model's `document` is to a panel: a Document, or one side
+    of a comparison (inspector.core.document.ListedArchive)."""
+
+    closed: bool
+    program_names: list[str]
+    annotations: AnnotationStore
+    views: dict[str, ProgramView]
 
 
 def file_stamp(path: Path) -> tuple[int, int] | None:
@@ -459,11 +470,12 @@ class Workspace(QObject):
             self.selection.select_node(program, node, doc)
             self.nodeRequested.emit(doc, program, node)
 
-    def selected_view(self) -> tuple[Document | None, ProgramView | None]:
-        """The document the selection is in and its view of the selected program
-        (None where that program is not built yet, or nothing is selected)."""
+    def selected_view(self) -> tuple[Viewed | None, ProgramView | None]:
+        """The document the selection is in (a Document, or a compared side: Viewed)
+        and its view of the selected program (None where that program is not built
+        yet, or nothing is selected)."""
         sel = self.selection
-        doc = sel.document if isinstance(sel.document, Document) else None
+        doc = sel.document if isinstance(sel.document, Viewed) else None
         if doc is None or doc.closed or sel.program is None:
             return doc, None
         return doc, doc.views.get(sel.program)

@@ -435,3 +435,29 @@ def test_audit_retarget_compares_before_and_after(qtbot, window, toy_tab, toy_ar
     assert [ta[x:y] for x, y in sa] == ["cpu"] and [tb[x:y] for x, y in sb] == ["cuda"]
     assert tab.summary_count("Weights", "changed") == 0
     audit.shutdown()
+
+
+def test_the_compare_tab_drives_the_selection_model(qtbot, window, toy_archive, retargeted):
+    """Issue 29: the compare view's cursor is the selection while its tab is current:
+    the Details panel (a registered panel, following the selection) shows B's node on
+    the current row, and moving the row moves it; closing the tab forgets both sides."""
+    tab = _compare(qtbot, window, toy_archive, retargeted)
+    sel = window.workspace.selection
+    qtbot.waitUntil(lambda: sel.document is tab.side_b and window.details.node is not None,
+                    timeout=60000)
+    p, al = tab.program, tab._alignment
+    row = tab.view.current_row()
+    node = p.listing_b.line_nodes[al.b[row]]
+    assert (sel.program, sel.line, sel.node) == (p.name, al.b[row], node.name)
+    assert window.details.node.name == node.name
+    # another row with a node on B's side: the panel follows
+    other = next(r for r in range(len(al)) if r != row and al.b[r] >= 0
+                 and p.listing_b.line_nodes[al.b[r]] is not None
+                 and p.listing_b.line_nodes[al.b[r]].name != node.name)
+    tab.view.set_current_row(other)
+    moved = p.listing_b.line_nodes[al.b[other]]
+    qtbot.waitUntil(lambda: window.details.node is not None
+                    and window.details.node.name == moved.name, timeout=10000)
+    assert sel.line == al.b[other]
+    window.close_tab(window.tabs.indexOf(tab))
+    assert sel.document is None and window.details.node is None

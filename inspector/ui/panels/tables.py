@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QWidget
 
 from inspector.ui.selection import PLACE
 from inspector.ui.widgets.side_tables import SideTables
-from inspector.ui.workspace import Workspace
+from inspector.ui.workspace import Document, Workspace
 
 
 class TablesPanel(SideTables):
@@ -23,4 +23,6 @@ class TablesPanel(SideTables):
         doc, view = self.workspace.selected_view()
         if doc is not self._shown[0] or view is not self._shown[1] or view is None:
             self._shown = (doc, view)
-            self.set_program(doc if view is not None else None, view)
+            # the records are an open archive's: a compared side has none
+            self.set_program(doc if view is not None and isinstance(doc, Document) else None,
+                             view if isinstance(doc, Document) else None)

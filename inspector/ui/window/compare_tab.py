@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from inspector.core.diff import ArchiveDiff, FindingsDiff, ProgramDiff, diff_files
+from inspector.core.document import ListedArchive, ProgramView, listed_view
 from inspector.core.diff_align import one_sided
 from inspector.core.node_match import SAME, qualified_name
 from inspector.ui.plain import plain_tip
@@ -67,10 +68,18 @@ class CompareTab(QWidget):
     changeShown = Signal(int, int)  # 1-based index, count
 
     def __init__(self, path_a: str | Path, path_b: str | Path,
-                 pool: QThreadPool | None = None, parent: QWidget | None = None) -> None:
+                 pool: QThreadPool | None = None, parent: QWidget | None = None,
+                 selection=None) -> None:
+        """`selection`: the window's selection model (workspace.selection), which the
+        tab's cursor drives while it is the current tab: the node under it (B's
+        line, or A's where B has none) is the one the Details and Source panels show."""
         super().__init__(parent)
         self.setObjectName("compareTab")
         self.path_a, self.path_b = Path(path_a), Path(path_b)
+        self.selection = selection
+        # the two sides as the panels read a document (their programs viewed as asked)
+        self.side_a = ListedArchive(self.path_a, [])
+        self.side_b = ListedArchive(self.path_b, [])
         self.tasks = TaskGroup(pool, self)
         self.diff: ArchiveDiff | None = None
         self.program: ProgramDiff | None = None
@@ -201,7 +210,8 @@ class CompareTab(QWidget):
         self._set_busy(True)
 
     def is_busy(self) -> bool:
-        return self.tasks.busy()
+        """Whether the comparison runs (a side's program being viewed is not it)."""
+        return self.tasks.busy("compare")
 
     @property
     def comparison_task(self) -> Task | None:
@@ -215,9 +225,48 @@ class CompareTab(QWidget):
             self.status_area.set_status("Cancelling…")
 
     def shutdown(self) -> None:
-        """Drop the pending outcome and wait for the worker (closing the tab)."""
+        """Drop the pending outcome and wait for the worker (closing the tab); the
+        selection forgets both sides."""
         self.tasks.cancel()
         self.tasks.wait(10000)
+        for side in (self.side_a, self.side_b):
+            side.closed = True
+            side.views.clear()
+            if self.selection is not None:
+                self.selection.forget(side)
+
+    # -- the selection model --
+    def publish(self) -> None:
+        """(Tab protocol) Tell the selection where this tab's cursor is: the node of
+        the current row, B's (A's where B has no line there)."""
+        sel, p, al = self.selection, self.program, self._alignment
+        if sel is None or p is None or al is None or not len(al) or not self.isVisible():
+            return
+        row = min(max(self.view.current_row(), 0), len(al) - 1)
+        if al.b[row] >= 0 and p.listing_b is not None:
+            side, program, listing, line = self.side_b, p.name_b or p.name, p.listing_b, al.b[row]
+            parsed = p.b
+        elif al.a[row] >= 0 and p.listing_a is not None:
+            side, program, listing, line = self.side_a, p.name, p.listing_a, al.a[row]
+            parsed = p.a
+        else:
+            return
+        if program not in side.views and parsed is not None:
+            self._view(side, program, parsed, listing)
+        node = listing.line_nodes[line] if line < len(listing.line_nodes) else None
+        sel.move_to(side, program, line, node.name if node is not None else None)
+
+    def _view(self, side: ListedArchive, program: str, parsed, listing) -> None:
+        """Index that side's program off the GUI thread; the panels show it then."""
+        def done(view: ProgramView) -> None:
+            if not side.closed:
+                side.views[program] = view
+                if self.selection is not None and self.selection.document is side:
+                    self.selection.touch()  # the same place, now viewed: read it again
+
+        key = f"view:{'a' if side is self.side_a else 'b'}:{program}"
+        if not self.tasks.busy(key):
+            self.tasks.start(listed_view, program, parsed, listing, key=key, on_done=done)
 
     def _ended(self) -> None:
         self._task = None
@@ -233,6 +282,8 @@ class CompareTab(QWidget):
 
     def _done(self, diff: ArchiveDiff) -> None:
         self.diff = diff
+        self.side_a.program_names = [p.name for p in diff.programs if p.a is not None]
+        self.side_b.program_names = [p.name_b or p.name for p in diff.programs if p.b is not None]
         self.programs.blockSignals(True)
         self.programs.clear()
         for p in diff.programs:
@@ -337,6 +388,7 @@ class CompareTab(QWidget):
         if span is not None and not span[0] <= row < span[1]:
             self.view.set_change_span(None)
         self._update_counter()
+        self.publish()
 
     def _update_counter(self, note: str = "") -> None:
         al = self._alignment
@@ -512,7 +564,7 @@ class CompareTab(QWidget):
 
 def open_compare(window, path_a: str | Path, path_b: str | Path) -> CompareTab:
     """Add a compare tab for the two files to the main window and start it."""
-    tab = CompareTab(path_a, path_b, window.pool, window)
+    tab = CompareTab(path_a, path_b, window.pool, window, window.workspace.selection)
     index = window.tabs.addTab(tab, compare_title(path_a, path_b))
     window.tabs.setTabToolTip(index, plain_tip(f"{path_a}\n{ARROW} {path_b}"))
     window.tabs.setCurrentIndex(index)

@@ -58,6 +58,9 @@ class FirstScreenTab(QWidget):
     def shutdown(self) -> None:
         """Nothing of its own runs: the open it shows is the Workspace's (cancel_open)."""
 
+    def publish(self) -> None:
+        """No document yet: nothing to tell the selection model."""
+
     @property
     def path(self):
         return self.screen.path

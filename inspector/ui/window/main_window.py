@@ -499,8 +499,10 @@ class MainWindow(QMainWindow):
     def _tab_changed(self, _index: int) -> None:
         tab = self.current_tab()
         self.workspace.set_current(tab.doc if tab is not None else None)
+        shown = self.tabs.currentWidget()
+        if isinstance(shown, Tab):
+            shown.publish()  # its cursor is the selection now (a compare tab's too)
         if tab is not None:
-            tab.publish()  # its cursor is the selection now
             self._program_shown(tab)
 
     def _program_shown(self, tab: ArchiveTab) -> None:

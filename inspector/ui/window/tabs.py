@@ -3,10 +3,11 @@
 The archive tab (ArchiveTab: the listing, and an AOTInductor package's compiled
 model page, CompiledModelView), a big archive's first-screen tab (FirstScreenTab)
 and the compare tab (CompareTab) all answer it. The window calls `set_theme` when
-the colour scheme changes and `shutdown` before it drops a tab or closes (a tab's
-own worker stops first; an archive tab's document is closed by the Workspace).
-Where the user is in a tab goes through the selection model (workspace.selection),
-never through the window.
+the colour scheme changes, `shutdown` before it drops a tab or closes (a tab's
+own worker stops first; an archive tab's document is closed by the Workspace), and
+`publish` when a tab becomes the current one. Where the user is in a tab goes
+through the selection model (workspace.selection), never through the window: the
+listing and the compare view both publish their cursor there.
 """
 
 from __future__ import annotations
@@ -23,3 +24,6 @@ class Tab(Protocol):
 
     def shutdown(self) -> None:
         """Stop the tab's own work: it is about to be dropped or the window closes."""
+
+    def publish(self) -> None:
+        """It is the current tab now: tell the selection model where its cursor is."""
