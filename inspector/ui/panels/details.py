@@ -45,9 +45,8 @@ class DetailsPanel(DetailsPane):
         ws = self.workspace
         sel = ws.selection
         doc, view = ws.selected_view()
-        if doc is None:
-            if sel.document is None and not ws.documents:
-                self.show_message(EMPTY)
+        if doc is None:  # nothing open, or what was selected closed
+            self.show_message(EMPTY if not ws.documents else "No node selected.")
             return
         if view is None:
             if not doc.program_names:

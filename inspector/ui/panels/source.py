@@ -44,6 +44,10 @@ class SourcePanel(SourcePane):
         sel = ws.selection
         doc, view = ws.selected_view()
         self._pending = None
+        if doc is None and self.frame is not None:  # what was selected closed
+            self._nodes = []
+            self.show_message("No node selected.")
+            return
         if view is None:
             if doc is not None and doc.program_names and sel.program is not None:
                 self._nodes = []
