@@ -179,9 +179,10 @@ def test_the_explanation_follows_the_target(qtbot, no_leaks, window, toy_tab, to
     assert audit.detail.toPlainText().startswith("warning")
     audit.set_target("cuda")
     qtbot.waitUntil(lambda: audit.report.target == "cuda", timeout=60000)
-    current = audit.before.currentItem()
+    assert not audit.detail.toPlainText().startswith("warning"), audit.detail.toPlainText()
+    assert audit.detail.toPlainText().startswith("error"), audit.detail.toPlainText()
+    current = audit.before.currentItem()  # the same finding, current still, now an error
     assert current is not None
     f = current.data(0, Qt.ItemDataRole.UserRole + 1)
-    assert f.rule == DEVICE_LITERAL and f.severity == ERROR  # the same finding, now an error
-    assert audit.detail.toPlainText().startswith("error"), audit.detail.toPlainText()
+    assert f.rule == DEVICE_LITERAL and f.severity == ERROR
     audit.shutdown()
