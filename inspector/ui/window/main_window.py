@@ -604,7 +604,18 @@ class MainWindow(QMainWindow):
         right = max(RIGHT_MIN, int(w * RIGHT_FRACTION))
         if w < NARROW_WIDTH and not self.dock_modules.isFloating() and \
                 self.dockWidgetArea(self.dock_modules) == Qt.DockWidgetArea.LeftDockWidgetArea:
+            # Modules next to Details, not past the panels: a tab group adds at its
+            # end, so the others leave it and come back after it
+            others = [(d, d.toggleViewAction().isChecked())
+                      for d in self.tabifiedDockWidgets(self.dock_details)
+                      if d is not self.dock_modules and not d.isFloating()]
+            for dock, _shown in others:
+                self.removeDockWidget(dock)
             self.tabifyDockWidget(self.dock_details, self.dock_modules)
+            for dock, shown in others:
+                self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+                self.tabifyDockWidget(self.dock_details, dock)
+                dock.setVisible(shown)  # a panel the user closed stays closed
             self.dock_details.raise_()
             self.resizeDocks([self.dock_details], [right], Qt.Orientation.Horizontal)
         else:
