@@ -507,3 +507,17 @@ def format_text(shapes: list[ProgramShapes]) -> str:
             for s in ps.specialized:
                 out.append(f"    {s.source} = {s.size}: {s.reason}")
     return "\n".join(out) + "\n"
+
+
+def shapes_summary(ps: ProgramShapes) -> str:
+    """One line about a program's shapes (the Shapes panel's summary)."""
+    dynamic = sum(1 for i in ps.inputs for s in (i.shape or ()) if not s.lstrip("-").isdigit())
+    parts = [f"{len(ps.inputs)} input{'s' if len(ps.inputs) != 1 else ''}",
+             f"{dynamic} dynamic dim{'s' if dynamic != 1 else ''}",
+             f"{len(ps.symbols)} symbol{'s' if len(ps.symbols) != 1 else ''}"]
+    if ps.assertions:
+        parts.append(f"{len(ps.assertions)} runtime assertion{'s' if len(ps.assertions) != 1 else ''}")
+    if ps.specialized:
+        parts.append(f"{len(ps.specialized)} dim{'s' if len(ps.specialized) != 1 else ''} "
+                     "look specialized")
+    return f"{ps.name}: " + " · ".join(parts)

@@ -123,3 +123,12 @@ def test_one_token_map_for_every_highlighter() -> None:
     spans = python_spans('"""doc\nstring"""\ndef f(x):\n    return x  # c\n')
     assert spans[1] == [(0, 9, "string")]
     assert ("function" in {c for *_, c in spans[2]}) and spans[3][-1][2] == "comment"
+
+
+def test_shapes_summary_counts_inputs_dims_and_symbols() -> None:
+    from inspector.core.shapes import archive_shapes, shapes_summary
+
+    with open_archive(DEMO) as archive:
+        lines = {ps.name: shapes_summary(ps) for ps in archive_shapes(archive)}
+    assert lines == {"decoder": "decoder: 2 inputs · 3 dynamic dims · 2 symbols",
+                     "encoder": "encoder: 1 input · 1 dynamic dim · 1 symbol"}

@@ -17,7 +17,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QComboBox, QDockWidget, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
-from inspector.core.shapes import ProgramShapes
+from inspector.core.shapes import ProgramShapes, shapes_summary
 from inspector.ui.widgets.shapes_tables import ShapesTables
 from inspector.ui.widgets.status_area import StatusArea
 from inspector.ui.widgets.theme import current_theme
@@ -152,7 +152,7 @@ class ShapesPanel(QWidget):
         if shapes is not self.tables.shapes:
             self.tables.set_theme(current_theme())
             self.tables.show_shapes(shapes)
-        self.summary.setText(_summary(shapes) if shapes is not None else f"{program}: no shapes")
+        self.summary.setText(shapes_summary(shapes) if shapes is not None else f"{program}: no shapes")
         self.status_area.clear()
 
     def _scheme_changed(self, _scheme: object) -> None:
@@ -168,16 +168,3 @@ class ShapesPanel(QWidget):
 
     def current_shapes(self) -> ProgramShapes | None:
         return self.tables.shapes
-
-
-def _summary(ps: ProgramShapes) -> str:
-    dynamic = sum(1 for i in ps.inputs for s in (i.shape or ()) if not s.lstrip("-").isdigit())
-    parts = [f"{len(ps.inputs)} input{'s' if len(ps.inputs) != 1 else ''}",
-             f"{dynamic} dynamic dim{'s' if dynamic != 1 else ''}",
-             f"{len(ps.symbols)} symbol{'s' if len(ps.symbols) != 1 else ''}"]
-    if ps.assertions:
-        parts.append(f"{len(ps.assertions)} runtime assertion{'s' if len(ps.assertions) != 1 else ''}")
-    if ps.specialized:
-        parts.append(f"{len(ps.specialized)} dim{'s' if len(ps.specialized) != 1 else ''} "
-                     "look specialized")
-    return f"{ps.name}: " + " · ".join(parts)
