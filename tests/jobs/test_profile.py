@@ -11,7 +11,6 @@ import json
 import math
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import pytest
 
 from inspector.core.archive import open_archive
 from inspector.core.listing import render_listing
+from inspector.jobs.__main__ import EXIT_CANCELLED
 from inspector.jobs.runner import Job, child_env
 
 NODE_KEYS = {"name", "target", "ms", "share", "line", "module"}
@@ -234,9 +234,15 @@ def test_bad_input_is_one_error_line_exit_2(tiny_archive, args, why):
 def test_cancel_ends_the_profile_child(tiny_archive):
     child = Job("profile", [str(tiny_archive), "--device", "cpu", "--repeats", "10000"])
     for event in child.events():
+        assert event["event"] != "error", f"the profile failed before its runs: {event}"
         if event["event"] == "progress" and event["stage"].startswith("profile decoder: run"):
             break
-    t0 = time.monotonic()
+    else:
+        pytest.fail(f"the profile ended before its runs (exit {child.proc.returncode}): "
+                    f"{child.stderr_tail()}")
+    assert child.running(), "the profile had already ended: nothing to cancel"
     code = child.cancel()
-    assert time.monotonic() - t0 < 2.0
-    assert code != 0 and not child.running()
+    # Ended by our SIGTERM through its handler inside the grace period (exit 130),
+    # not SIGKILLed after it (-9) and not finished: the latency is bench_profile.py's.
+    assert code == EXIT_CANCELLED, f"exit {code}: {child.stderr_tail()}"
+    assert not child.running()
