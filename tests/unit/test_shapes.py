@@ -148,7 +148,25 @@ def torch_view(ep: Any) -> dict[str, Any]:
     symbols = {str(sym): {"min": _bound(r.lower), "max": _bound(r.upper),
                           "sources": sources.get(str(sym), [])}
                for sym, r in ep.range_constraints.items()}
-    return {"inputs": inputs, "symbols": symbols}
+    return {"inputs": inputs, "symbols": symbols, "guards": sorted(ep._guards_code),
+            "assertions": sorted(_torch_assertion_nodes(ep))}
+
+
+def _torch_assertion_nodes(ep: Any) -> list[str]:
+    """The runtime shape assertions torch put in the graphs (its own op names:
+    `_assert_scalar`, `_assert_async`, `sym_constrain_range[_for_size]`, their
+    functional forms), control-flow subgraphs included."""
+    import torch
+
+    names = []
+    for mod in ep.graph_module.modules():
+        if isinstance(mod, torch.fx.GraphModule):
+            for n in mod.graph.nodes:
+                op = getattr(n.target, "__name__", str(n.target))
+                if n.op == "call_function" and ("assert_scalar" in op or "assert_async" in op
+                                                or "constrain_range" in op):
+                    names.append(n.name)
+    return names
 
 
 def ours_via_cli(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
@@ -163,7 +181,9 @@ def _comparable(program: dict[str, Any]) -> dict[str, Any]:
     return {"inputs": [{k: i[k] for k in (("value",) if i["kind"] == "constant" else ("name",))
                         + ("shape", "dtype")} for i in program["inputs"]],
             "symbols": {n: {k: s[k] for k in ("min", "max", "sources")}
-                        for n, s in program["symbols"].items()}}
+                        for n, s in program["symbols"].items()},
+            "guards": sorted(g["code"] for g in program["guards"]),
+            "assertions": sorted(a["node"] for a in program["assertions"])}
 
 
 # --- the checks ----------------------------------------------------------------------
@@ -173,7 +193,7 @@ def test_inputs_and_symbols_equal_torch(corpus: tuple[list[Archive], list[Skip]]
                                         capsys: pytest.CaptureFixture[str]) -> None:
     archives, _ = corpus
     compared, mismatches, unloadable = 0, [], []
-    symbols_seen = sources_seen = expressions_seen = 0
+    symbols_seen = sources_seen = expressions_seen = guards_seen = assertions_seen = 0
     for archive in archives:
         try:
             theirs = {name: torch_view(ep) for name, ep in _torch_programs(archive).items()}
@@ -190,9 +210,12 @@ def test_inputs_and_symbols_equal_torch(corpus: tuple[list[Archive], list[Skip]]
             sources_seen += sum(len(s["sources"]) for s in expected["symbols"].values())
             expressions_seen += sum(1 for i in expected["inputs"] for s in i["shape"] or ()
                                     if not s.isdigit() and not s.isidentifier())
+            guards_seen += len(expected["guards"])
+            assertions_seen += len(expected["assertions"])
     with capsys.disabled():
         print(f"\nshapes: {compared} programs compared with torch, {symbols_seen} symbols, "
-              f"{sources_seen} sources, {expressions_seen} derived input sizes; "
+              f"{sources_seen} sources, {expressions_seen} derived input sizes, "
+              f"{guards_seen} guards, {assertions_seen} runtime assertions; "
               f"torch could not load {len(unloadable)}: {unloadable}")
     assert not mismatches, "\n".join(mismatches[:10])
     if not os.environ.get("SHAPES_ONLY"):
@@ -200,6 +223,7 @@ def test_inputs_and_symbols_equal_torch(corpus: tuple[list[Archive], list[Skip]]
         # (measured: 90 programs, 58 symbols, 64 sources, 4 derived input sizes)
         assert compared >= 80 and symbols_seen >= 50 and sources_seen >= 55
         assert expressions_seen >= 2 and len(unloadable) <= 3
+        assert guards_seen >= 1 and assertions_seen >= 3
         names = {a.name for a in archives}
         assert {"hf/gpt2", "hf/bert", "hf/llama", "hf/vit", "ops/unbacked", "ops/derived_dims",
                 "shapes/derived_affine", "shapes/runtime_checks"} <= names
@@ -264,6 +288,47 @@ def test_auto_specialization_and_guards(corpus, capsys) -> None:
     p = _program(corpus, "shapes/auto_specialized", capsys)
     assert p["inputs"][0]["shape"][1] == "4"  # torch pinned the AUTO dim
     assert len(p["symbols"]) == 1
+
+
+def test_guards_are_torchs_own_and_torch_enforces_them(archive_factory: ArchiveFactory,
+                                                       capsys) -> None:
+    """Exports whose dims torch relates (Dim.AUTO): `shapes` lists exactly the guards
+    torch computed at export (`ep._guards_code`, before any save), readable; and each
+    one is real: torch's own `ep.module()` of the loaded file refuses inputs that
+    break it and runs inputs that keep it."""
+    import torch
+    from torch.export import Dim, export
+
+    class Same(torch.nn.Module):
+        def forward(self, x: torch.Tensor, y: torch.Tensor) -> Any:
+            return x + y
+
+    class Prefix(torch.nn.Module):
+        def forward(self, x: torch.Tensor, y: torch.Tensor) -> Any:
+            return x[: y.shape[0]] * 2
+
+    auto = Dim.AUTO
+    cases = [
+        ("same", Same(), (torch.randn(3, 4), torch.randn(3, 4)),
+         ({0: auto, 1: auto}, {0: auto, 1: auto}),
+         {"x.shape[0] == y.shape[0]", "x.shape[1] == y.shape[1]"},
+         (torch.randn(5, 2), torch.randn(5, 2)), (torch.randn(5, 2), torch.randn(6, 2))),
+        ("prefix", Prefix(), (torch.randn(6, 4), torch.randn(3)), ({0: auto}, {0: auto}),
+         {"y.shape[0] <= x.shape[0]"},
+         (torch.randn(9, 4), torch.randn(4)), (torch.randn(3, 4), torch.randn(4))),
+    ]
+    for name, model, example, dynamic, readable, keeps, breaks in cases:
+        ep = export(model, example, dynamic_shapes=dynamic)
+        theirs = list(ep._guards_code)
+        assert theirs, name  # torch did record a guard here
+        path = archive_factory.save(f"shapes/guards_{name}", ep)
+        (program,) = ours_via_cli(path, capsys)["programs"]
+        assert sorted(g["code"] for g in program["guards"]) == sorted(theirs), name
+        assert {g["text"] for g in program["guards"]} == readable, name
+        loaded = torch.export.load(str(path)).module()
+        loaded(*keeps)
+        with pytest.raises(Exception, match="Guard failed"):
+            loaded(*breaks)
 
 
 def test_guards_are_readable() -> None:
