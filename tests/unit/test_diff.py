@@ -16,6 +16,7 @@ import sys
 import zipfile
 from itertools import combinations
 from pathlib import Path
+from typing import Any
 
 import pytest
 from archive_factory import ArchiveFactory
@@ -398,3 +399,72 @@ def test_rows_for_the_side_by_side_view(root: Path) -> None:
     # a renamed node that did not change is a same row, though its text differs
     renamed = [r for r in rows if r.status == SAME and r.node_a and r.node_a != r.node_b]
     assert renamed and all(r.text_a != r.text_b for r in renamed if r.text_a.strip().startswith(r.node_a))
+
+
+# --- the signature ------------------------------------------------------------------------
+
+def _torch_signature(path: Path) -> tuple[list[str], list[str]]:
+    """(user input names, what each user output returns), as torch loads the file."""
+    import torch
+
+    sig = torch.export.load(str(path)).graph_signature
+    return ([s.arg.name for s in sig.input_specs if s.kind.name == "USER_INPUT"],
+            [s.arg.name for s in sig.output_specs if s.kind.name == "USER_OUTPUT"])
+
+
+def test_a_changed_signature_is_a_change(archive_factory: ArchiveFactory,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Programs with the same nodes whose signatures differ in what they return (two
+    outputs swapped: the `value` field), in how many outputs (one more), in a user
+    input's name (the `name` field): each is a changed program and exit 1, and the
+    signature lists what torch's own graph_signature says changed."""
+    import torch
+
+    class Base(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> Any:
+            return x.relu(), x.sin()
+
+    class Swapped(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> Any:
+            return x.sin(), x.relu()
+
+    class OneMore(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> Any:
+            r = x.relu()
+            return r, x.sin(), r
+
+    class Renamed(torch.nn.Module):
+        def forward(self, y: torch.Tensor) -> Any:
+            return y.relu(), y.sin()
+
+    example = (torch.randn(3, 4),)
+    base = archive_factory.export("diff-sig/base", Base(), example)
+    cases = {name: archive_factory.export(f"diff-sig/{name}", model, example)
+             for name, model in [("swapped", Swapped()), ("one_more", OneMore()),
+                                 ("renamed", Renamed())]}
+    ins_a, outs_a = _torch_signature(base)
+    for name, other in cases.items():
+        ins_b, outs_b = _torch_signature(other)
+        diff = _diff(base, other)
+        (p,) = diff.programs
+        # the same nodes either side: only the signature can make this a change
+        assert p.nodes_same == p.a.node_count == p.b.node_count, name
+        assert p.signature_differs and p.status == CHANGED and diff.different, name
+        sig = p.signature()
+        # what torch says: outputs paired by position, inputs by position too
+        value_changed = [a for a, b in zip(outs_a, outs_b) if a != b]
+        assert [c["a"] for c in sig["outputs"]["changed"]] == value_changed, name
+        assert all(c["fields"] == ["value"] for c in sig["outputs"]["changed"]), name
+        assert len(sig["outputs"]["added"]) == max(len(outs_b) - len(outs_a), 0), name
+        assert sig["outputs"]["removed"] == [], name
+        renamed = [(a, b) for a, b in zip(ins_a, ins_b) if a != b]
+        assert [(c["a"], c["b"]) for c in sig["inputs"]["changed"]] == renamed, name
+        assert all("name" in c["fields"] for c in sig["inputs"]["changed"]), name
+        assert sig["inputs"]["added"] == sig["inputs"]["removed"] == [], name
+        code, doc = _cli_json(capsys, base, other)
+        assert code == 1 and doc["programs"][0]["status"] == "changed", name
+        assert doc["programs"][0]["signature"] == sig, name
+    # each case changes the part it is named after
+    assert _torch_signature(cases["swapped"])[1] != outs_a
+    assert len(_torch_signature(cases["one_more"])[1]) == len(outs_a) + 1
+    assert _torch_signature(cases["renamed"])[0] != ins_a
