@@ -63,8 +63,8 @@ def _evil(base: str, tag: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def archive(tmp_path_factory: pytest.TempPathFactory, archive_factory: ArchiveFactory,
-            server: str) -> Path:
+def clean(archive_factory: ArchiveFactory) -> Path:
+    """A real export: a device literal to find, a dynamic dim, a NaN weight."""
     import torch
     from torch.export import Dim
 
@@ -80,8 +80,12 @@ def archive(tmp_path_factory: pytest.TempPathFactory, archive_factory: ArchiveFa
             pos = torch.arange(x.shape[0], device="cpu")
             return self.lin(x) * self.scale + pos.unsqueeze(1)
 
-    clean = archive_factory.export("report/clean", M(), (torch.randn(5, 4),),
-                                   dynamic_shapes=({0: Dim("n", min=2)},))
+    return archive_factory.export("report/clean", M(), (torch.randn(5, 4),),
+                                  dynamic_shapes=({0: Dim("n", min=2)},))
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory: pytest.TempPathFactory, clean: Path, server: str) -> Path:
     # every string the page shows from the file becomes hostile markup
     hostile = tmp_path_factory.mktemp("report") / "hostile.pt2"
     with zipfile.ZipFile(clean) as zin, zipfile.ZipFile(hostile, "w") as zout:
@@ -160,6 +164,126 @@ def test_page_is_self_contained_and_escaped(page: Path, server: str) -> None:
     assert server not in "".join(str(a) for _, a in tags)
     assert "&lt;img src=&quot;" + server in text  # the file's markup is shown, as text
     assert "Content-Security-Policy" in text
+
+
+# --- every field from the file, hostile at once --------------------------------------
+
+def _marker(field: str) -> str:
+    """Markup that names its field and fits where a "/" cannot go (a file name, a zip
+    folder's name, an op name, an `nn_module_stack` entry: no "/", "," or ";")."""
+    return f"<b id=pt2i-{field} onmouseover=alert(1)>{field}&amp;\"'"
+
+
+@pytest.fixture(scope="module")
+def every_field(tmp_path_factory: pytest.TempPathFactory, clean: Path,
+                server: str) -> dict[str, Any]:
+    """The clean export rewritten so that every string of the file that reaches the
+    page is markup: the archive's file name, the program's name (its records' names),
+    torch_version, an op name, module paths, stack traces (file and code), a weight
+    name, an extra record's path; and a profile whose node, op and module are markup.
+    Returns the page, the archive, and field -> the text the page must show."""
+    prog = _marker("program")
+    shown = {"file": _marker("file"), "program": prog, "op": _marker("op"),
+             "torch_version": _evil(server, "torch_version"), "record": _evil(server, "record"),
+             "trace": _evil(server, "trace"), "code": _evil(server, "code"),
+             "weight": _evil(server, "weight"), "profile_node": _marker("profile_node"),
+             "profile_op": _evil(server, "profile_op"), "profile_module": _evil(server, "profile_module")}
+    folder = tmp_path_factory.mktemp("every-field")
+    path = folder / (shown["file"] + ".pt2")
+    renamed = {"models/model.json": f"models/{prog}.json",
+               "data/weights/model_weights_config.json": f"data/weights/{prog}_weights_config.json",
+               "data/constants/model_constants_config.json":
+                   f"data/constants/{prog}_constants_config.json",
+               "data/sample_inputs/model.pt": f"data/sample_inputs/{prog}.pt"}
+    with zipfile.ZipFile(clean) as zin, zipfile.ZipFile(path, "w") as zout:
+        top = ""
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            top, rel = info.filename.split("/", 1)
+            if rel == "models/model.json":
+                doc = json.loads(data)
+                doc["torch_version"] = shown["torch_version"]
+                for node in doc["graph_module"]["graph"]["nodes"]:
+                    meta = node.setdefault("metadata", {})
+                    if "stack_trace" in meta:
+                        meta["stack_trace"] = (f'  File "/x/{shown["trace"]}.py", line 3, in '
+                                               f'forward\n    {shown["code"]}\n')
+                    if "nn_module_stack" in meta:
+                        meta["nn_module_stack"] += (f";L__self__m,{_marker('module')},"
+                                                    f"{_marker('module_class')}")
+                    if node["target"] == "torch.ops.aten.mul.Tensor":
+                        node["target"] = f"torch.ops.aten.{shown['op']}.Tensor"
+                data = json.dumps(doc).encode()
+            if rel == "data/weights/model_weights_config.json":
+                doc = json.loads(data)
+                doc["config"] = {(shown["weight"] if k == "scale" else k): v
+                                 for k, v in doc["config"].items()}
+                data = json.dumps(doc).encode()
+            zout.writestr(f"{top}/{renamed.get(rel, rel)}", data)
+        zout.writestr(f"{top}/extra/{shown['record']}.txt", b"not code")
+    profile = folder / "profile.json"
+    profile.write_text(json.dumps({"device": "cuda:0", "programs": [{
+        "name": prog, "forward_ms": 2.5,
+        "nodes": [{"name": shown["profile_node"], "target": shown["profile_op"], "ms": 0.5,
+                   "share": 0.2, "line": 9, "module": shown["profile_module"]}],
+        "modules": [{"name": shown["profile_module"], "ms": 0.5, "share": 0.2}]}]}))
+    out = folder / "report.html"
+    result = _cli("report", str(path), "-o", str(out), "--profile", str(profile))
+    assert result.returncode == 0, result.stderr
+    return {"page": out, "archive": path, "shown": shown}
+
+
+class _Page(html.parser.HTMLParser):
+    """The page as a browser's parser reads it: its elements and its text."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def _parsed(text: str) -> _Page:
+    page = _Page()
+    page.feed(text)
+    page.close()
+    return page
+
+
+def test_every_field_from_the_file_is_shown_as_text(every_field: dict[str, Any], clean: Path,
+                                                    server: str, tmp_path: Path) -> None:
+    """Parsed, the page has the elements and attributes of a clean page and no
+    more; each hostile string is in its text, whole (shown, not dropped, not markup)."""
+    parsed = _parsed(every_field["page"].read_text())
+    clean_page = tmp_path / "clean.html"
+    assert _cli("report", str(clean), "-o", str(clean_page)).returncode == 0
+    ours = _parsed(clean_page.read_text())
+    allowed_tags = {t for t, _ in ours.tags}
+    allowed_attrs = {k for _, a in ours.tags for k in a}
+    for tag, attrs in parsed.tags:
+        assert tag in allowed_tags, (tag, attrs)
+        assert set(attrs) <= allowed_attrs, (tag, attrs)
+        assert not any(k.startswith("on") for k in attrs), (tag, attrs)
+        assert not any("pt2i-" in (v or "") or server in (v or "") for v in attrs.values()), attrs
+    assert sum(t == "script" for t, _ in parsed.tags) == 1
+    text = "".join(parsed.text)
+    missing = [field for field, value in every_field["shown"].items() if value not in text]
+    assert not missing, f"not shown as text: {missing}"
+
+
+@needs_chromium
+def test_chromium_runs_nothing_from_any_field(every_field: dict[str, Any], server: str,
+                                              tmp_path: Path) -> None:
+    _Recorder.hits.clear()
+    dom = _chromium(every_field["page"], tmp_path)
+    assert _Recorder.hits == [], f"the report made network requests: {_Recorder.hits}"
+    assert 'id="pt2i-' not in dom and "<b id=" not in dom  # no element made of a field
+    assert 'id="p0-listing"' in dom and 'id="records"' in dom
 
 
 def test_sections_and_links(page: Path) -> None:
