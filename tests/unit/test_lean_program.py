@@ -180,6 +180,84 @@ def test_escaped_keys_hide_no_subgraph_or_symbolic_size(corpus) -> None:
     assert lean.graph.subgraphs and lean.graph.size_hints
 
 
+def _escaped_json(value: Any) -> bytes:
+    """JSON text of `value` with the first character of every string, keys and values
+    alike, written as a `\\uXXXX` escape: what any JSON writer may emit."""
+    def string(x: str) -> str:
+        if not x or ord(x[0]) > 0xFFFF:
+            return orjson.dumps(x).decode()
+        return '"' + f"\\u{ord(x[0]):04x}" + orjson.dumps(x[1:]).decode()[1:-1] + '"'
+
+    def enc(v: Any) -> str:
+        if isinstance(v, dict):
+            return "{" + ",".join(f"{string(k)}:{enc(x)}" for k, x in v.items()) + "}"
+        if isinstance(v, list):
+            return "[" + ",".join(enc(x) for x in v) + "]"
+        if isinstance(v, str):
+            return string(v)
+        return orjson.dumps(v).decode()
+    return enc(value).encode()
+
+
+def _audit_words() -> list[str]:
+    """The words the audit asks `mentioning` for: argument kinds, size-argument names,
+    `as_scalar_type` (core/audit.py)."""
+    from inspector.core import audit
+
+    return sorted({*audit._DEVICE_KINDS, *audit._SIZE_ARG_WORDS, '"as_scalar_type"'})
+
+
+def test_mentioning_misses_no_escaped_key_or_value_across_the_corpus(corpus) -> None:
+    """Every program of the corpus, its keys and values all spelled with `\\u` escapes:
+    for each word the audit looks for (and each argument name and string value a
+    node holds), `mentioning` finds every node whose inputs, as the full parse reads
+    them, hold the word (it may find more: a superset)."""
+    checked = escaped_hits = 0
+    for archive in corpus:
+        for name, text in program_texts(archive.path).items():
+            doc = orjson.loads(text)
+            escaped = _escaped_json(doc)
+            assert orjson.loads(escaped) == doc
+            raw = [orjson.dumps(n.get("inputs")) for n in doc["graph_module"]["graph"]["nodes"]]
+            values = {f'"{v}"' for n in doc["graph_module"]["graph"]["nodes"]
+                      for a in n.get("inputs", []) for v in (a.get("name"), a.get("arg", {}).get("as_string"))
+                      if isinstance(v, str)}
+            for spelled in (text, escaped):
+                lean, _ = parse_program_lean(spelled, name)
+                for word in [*_audit_words(), *sorted(values)[:20]]:
+                    want = {i for i, r in enumerate(raw) if word.encode() in r}
+                    hits = {n.index for n in lean.graph.nodes.mentioning([word])}
+                    assert want <= hits, f"{archive.name}/{name}: {word} missed at {sorted(want - hits)[:5]}"
+                    checked += 1
+                    escaped_hits += len(want) if spelled is escaped else 0
+    assert checked > 1000 and escaped_hits > 100
+
+
+def test_the_audit_of_an_escaped_archive_is_the_audit_of_the_plain_one(tmp_path: Path) -> None:
+    """The demo toy with every key and value `\\u`-escaped: the same findings, every
+    device literal among them (the lean parse finds them through `mentioning`)."""
+    from inspector.core.audit import audit_archive
+    from inspector.resources import demo_archive
+
+    plain = demo_archive()
+    escaped = tmp_path / "escaped.pt2"
+    with zipfile.ZipFile(plain) as zin, zipfile.ZipFile(escaped, "w") as zout:
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            if "/models/" in info.filename and info.filename.endswith(".json"):
+                data = _escaped_json(orjson.loads(data))
+            zout.writestr(info, data)
+
+    def findings(path: Path) -> list[dict[str, Any]]:
+        with open_archive(path) as ar:
+            return [f.as_dict() for f in audit_archive(ar)]
+
+    theirs, ours = findings(plain), findings(escaped)
+    literals = [f for f in theirs if f["rule"] == "device-literal"]
+    assert len(literals) >= 10
+    assert ours == theirs
+
+
 def test_the_value_budget_counts_what_the_model_makes(small_archive: Path, monkeypatch) -> None:
     text = next(iter(program_texts(small_archive).values()))
     _, values = parse_program_lean(text, "model")
