@@ -1,16 +1,20 @@
 """Fixtures shared by every test room: small real archives made with real torch.
 
-Exports happen once per session and are cached in a session temp folder, all
-through one factory (`archive_factory`, tests/archive_factory.py)."""
+Small exports happen once per session and are cached in a session temp folder, all
+through one factory (`archive_factory`, tests/archive_factory.py); the expensive
+setup (the export corpus, the toy export, AOTInductor compiles) once per source
+version, in a disk cache the xdist workers share (tests/export_cache.py)."""
 
 from __future__ import annotations
 
+import inspect
 import os
 from pathlib import Path
 
 import pytest
 
 from archive_factory import ArchiveFactory
+from export_cache import cached_dir, source_key
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -80,13 +84,20 @@ def small_archive(archive_factory: ArchiveFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def aoti_packages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Real AOTInductor packages of one tiny model, compiled here on CPU once per
-    session (a compile costs tens of seconds) for tests/unit/test_aoti.py and
+def aoti_packages() -> dict[str, Path]:
+    """Real AOTInductor packages of one tiny model, compiled here on CPU (a compile
+    costs tens of seconds: made once per torch version and version of this function,
+    in the suite's disk cache, tests/export_cache.py) for tests/unit/test_aoti.py and
     tests/gui/test_compiled_view.py, packaged each way torch does:
     "only" `package_aoti` (compiled code only, from `aot_compile`'s files),
     "compiled" `aoti_compile_and_package` (the same, through torch's one-call API),
     "both" `package_pt2(exported_programs=..., aoti_files=...)` (code + program)."""
+    names = {"only": "compiled.pt2", "compiled": "compiled_api.pt2", "both": "with_program.pt2"}
+    folder = cached_dir("aoti", source_key(extra=inspect.getsource(_compile_aoti)), _compile_aoti)
+    return {k: folder / v for k, v in names.items()}
+
+
+def _compile_aoti(out: Path) -> None:
     import torch
     from torch._inductor.package import package_aoti
     from torch.export.pt2_archive._package import package_pt2
@@ -99,7 +110,6 @@ def aoti_packages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return torch.relu(self.lin(x)) * 2
 
-    out = tmp_path_factory.mktemp("aoti")
     example = (torch.randn(2, 4),)
     ep = torch.export.export(Small(), example)
     only, compiled, both = out / "compiled.pt2", out / "compiled_api.pt2", out / "with_program.pt2"
@@ -108,4 +118,3 @@ def aoti_packages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                                         options={"aot_inductor.package": True})
     package_aoti(str(only), {"model": files})
     package_pt2(str(both), exported_programs={"model": ep}, aoti_files={"model": files})
-    return {"only": only, "compiled": compiled, "both": both}

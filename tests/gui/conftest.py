@@ -1,21 +1,21 @@
 """GUI test setup: offscreen Qt, settings in a temp folder, a real toy archive.
 
-The toy decoder is exported once per session by the real export job in a child
-process (`python -m inspector.jobs export --preset tiny`), so this process never
-imports torch for it.
+The toy decoder is exported by the real export job in a child process (`python -m
+inspector.jobs export --preset tiny`), so this process never imports torch for it,
+once per source version (tests/export_cache.py: a disk cache the xdist workers and
+later runs share).
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest  # noqa: E402
+from export_cache import toy_export  # noqa: E402
 from PySide6.QtCore import QSettings  # noqa: E402
 
 # Before any test (or a session fixture, or an import) can build a QSettings: the whole
@@ -28,25 +28,12 @@ os.environ["XDG_CONFIG_HOME"] = os.path.join(_SESSION_SETTINGS, "xdg")
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def export_toy(folder: Path) -> Path:
-    """The tiny ViT+GPT-2 toy exported on CPU (decoder + encoder programs)."""
-    out = folder / "toy-tiny-cpu.pt2"
-    if not out.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run(
-            [sys.executable, "-m", "inspector.jobs", "export", "--preset", "tiny", "-o", str(out)],
-            cwd=ROOT, capture_output=True, text=True, timeout=600,
-        )
-        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    return out
-
-
 @pytest.fixture(scope="session")
-def toy_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def toy_archive() -> Path:
     given = os.environ.get("PT2I_TEST_TOY_ARCHIVE")  # dev loop: reuse one export
     if given:
         return Path(given)
-    return export_toy(tmp_path_factory.getbasetemp() / "toy-export")
+    return toy_export()[0]
 
 
 @pytest.fixture(autouse=True)

@@ -77,6 +77,35 @@ def build(out: Path, groups: Iterable[str] = ("custom", "hf"),
     return out, programs, skipped
 
 
+def cached_build(groups: Iterable[str] = ("custom", "hf"), exportdb: Iterable[str] = ()
+                 ) -> tuple[Path, list[str], list[str]]:
+    """build(groups, exportdb) made once per source version in the suite's disk cache
+    (tests/export_cache.py: shared by the xdist workers and later runs, keyed by
+    torch/transformers, the builders' files and the inspector package, whose load.py
+    decides what is left out): (path, program names, skipped cases)."""
+    import hashlib
+    import json
+
+    from export_cache import INSPECTOR, cached_dir, source_key
+
+    groups, exportdb = sorted(groups), sorted(exportdb)
+    here = Path(__file__).resolve()
+    unit = here.parents[1] / "unit"
+    what = json.dumps([groups, exportdb])
+    key = source_key(here, unit / "fidelity_cases.py", unit / "fidelity_models.py", INSPECTOR,
+                     extra=what)
+    name = "graph-corpus-" + hashlib.sha256(what.encode()).hexdigest()[:8]  # one per case list
+
+    def make(folder: Path) -> None:
+        _, programs, skipped = build(folder / "corpus.pt2", groups, exportdb)
+        (folder / "manifest.json").write_text(json.dumps({"programs": sorted(programs),
+                                                          "skipped": skipped}))
+
+    folder = cached_dir(name, key, make)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    return folder / "corpus.pt2", manifest["programs"], manifest["skipped"]
+
+
 def without_names(src: Path, dst: Path) -> Path:
     """The archive as older torch wrote it: no node names (the deserializer names them)."""
     strip_node_names(src, dst)

@@ -40,8 +40,10 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     if given and Path(given).exists():
         with open_archive(given) as ar:
             return Path(given), sorted(ar.program_names)
-    out = Path(given) if given else tmp_path_factory.mktemp("graph-edges") / "corpus.pt2"
-    path, programs, skipped = graph_corpus.build(out, exportdb=EXPORTDB)
+    if given:
+        path, programs, skipped = graph_corpus.build(Path(given), exportdb=EXPORTDB)
+    else:
+        path, programs, skipped = graph_corpus.cached_build(exportdb=EXPORTDB)
     print("\ncorpus:", len(programs), "programs; skipped:", *skipped, sep="\n  ")
     return path, sorted(programs)
 

@@ -36,8 +36,7 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("memory-corpus") / "corpus.pt2"
-    path, _programs, _skipped = graph_corpus.build(out, exportdb=[
+    path, _programs, _skipped = graph_corpus.cached_build(exportdb=[
         "cond_operands", "dynamic_shape_map", "list_unpack", "dictionary", "nested_function",
         "scalar_output", "static_for_loop", "type_reflection_method",
         "constrain_as_size_example", "pytree_flatten", "tensor_setattr",

@@ -125,8 +125,7 @@ def _spec(path: Path, candidate: str, value: str = "") -> NumericsSpec:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("numerics-corpus") / "corpus.pt2"
-    path, programs, skipped = graph_corpus.build(out, exportdb=[
+    path, programs, skipped = graph_corpus.cached_build(exportdb=[
         "cond_operands", "list_unpack", "scalar_output", "dynamic_shape_slicing"])
     print("\ncorpus:", len(programs), "programs; skipped:", *skipped, sep="\n  ")
     return path

@@ -34,8 +34,7 @@ def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
-    out = tmp_path_factory.mktemp("graph-corpus") / "corpus.pt2"
-    path, programs, skipped = graph_corpus.build(out, exportdb=[
+    path, programs, skipped = graph_corpus.cached_build(exportdb=[
         "cond_operands", "dynamic_shape_map", "list_unpack", "dictionary", "nested_function",
         "scalar_output", "static_for_loop", "type_reflection_method",
         "constrain_as_size_example", "pytree_flatten", "tensor_setattr",

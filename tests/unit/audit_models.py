@@ -100,15 +100,12 @@ def two_program_archive(root: Path) -> Path:
 
 
 def toy_archive(root: Path) -> Path:
-    """The seed's toy model (tiny preset) exported on CPU: encoder + decoder."""
+    """The seed's toy model (tiny preset) exported on CPU: encoder + decoder, by the
+    real export child, the one archive the GUI and search tests open too (made once
+    per source version: tests/export_cache.py; `root` is not used)."""
+    from export_cache import toy_export
 
-    def build(path: Path) -> None:
-        from inspector.jobs.export import export_archive
-        from inspector.jobs.spec import ExportSpec
-
-        export_archive(ExportSpec(), path)
-
-    return _cached(root, "toy", build)
+    return toy_export()[0]
 
 
 def torch_programs(path: Path) -> dict[str, Any]:

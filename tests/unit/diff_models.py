@@ -85,13 +85,10 @@ def toy_ranges_archive(root: Path) -> Path:
     """The toy (tiny preset, seed 0, like audit_models.toy_archive) exported
     again with other Dim ranges."""
 
-    def build(path: Path) -> None:
-        from inspector.jobs.export import export_archive
-        from inspector.jobs.spec import ExportSpec
+    from export_cache import toy_export
 
-        export_archive(ExportSpec(batch_min=1, batch_max=32, seq_min=4, seq_max=128), path)
-
-    return _cached(root, "toy-ranges", build)
+    # the real export child, as toy_archive (made once per source version; `root` unused)
+    return toy_export(["--batch", "1:32", "--seq-len", "4:128"], file="toy-ranges.pt2")[0]
 
 
 # --- what torch says about an archive -----------------------------------------------

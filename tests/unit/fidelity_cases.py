@@ -177,25 +177,56 @@ def build_corpus(out_dir: Path, only: list[str] | None = None) -> tuple[list[Arc
     return archives, skipped
 
 
-# One build per pytest session, whichever test asks first: the corpus is the
-# same for every test that compares against it (listing, shapes, weights), and
-# exporting it is the slowest setup of the default run. Keyed by the name
-# filter, so a narrowed run (FIDELITY_ONLY=...) still gets just what it asked.
+# One build per source version, whichever test asks first: the corpus is the same
+# for every test that compares against it (listing, shapes, weights, lean parse,
+# diff), and exporting it is the slowest setup of the default run. The whole corpus
+# lives in the suite's disk cache (tests/export_cache.py: shared by the xdist
+# workers and later runs, keyed by torch/transformers and this file and
+# fidelity_models.py); a narrowed ask (FIDELITY_ONLY=...) filters it when it is
+# there, or builds just what it asked into the session's temp folder.
 _SESSION: dict[tuple[str, ...], tuple[list[Archive], list[Skip]]] = {}
+_HERE = Path(__file__).resolve().parent
+_SOURCES = (_HERE / "fidelity_cases.py", _HERE / "fidelity_models.py")
+
+
+def _cached_corpus(build: bool) -> tuple[list[Archive], list[Skip]] | None:
+    """The whole corpus from the disk cache (made now when `build`, else None when
+    it is not there yet)."""
+    from export_cache import cached_dir, complete, source_key
+
+    key = source_key(*_SOURCES)
+    if not build and complete("fidelity-corpus", key) is None:
+        return None
+
+    def make(folder: Path) -> None:
+        archives, skipped = build_corpus(folder)
+        manifest = {"archives": [{"name": a.name, "group": a.group, "file": a.path.name,
+                                  "multi": a.multi, "seconds": a.seconds} for a in archives],
+                    "skipped": [{"name": k.name, "stage": k.stage, "reason": k.reason}
+                                for k in skipped]}
+        (folder / "manifest.json").write_text(json.dumps(manifest))
+
+    folder = cached_dir("fidelity-corpus", key, make)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    return ([Archive(a["name"], a["group"], folder / a["file"], a["multi"], a["seconds"])
+             for a in manifest["archives"]],
+            [Skip(k["name"], k["stage"], k["reason"]) for k in manifest["skipped"]])
 
 
 def session_corpus(tmp_path_factory: Any, only: list[str] | None = None
                    ) -> tuple[list[Archive], list[Skip]]:
-    """build_corpus(only) exported once per pytest session, into the session's
-    temp folder. Returns fresh lists and Archive/Skip copies, so one test's
+    """build_corpus(only), exported once (the whole corpus: once per source version,
+    in the disk cache). Returns fresh lists and Archive/Skip copies, so one test's
     appends or edits never reach another; the files are shared and read-only
-    by convention (write anything new to your own tmp folder)."""
+    (write anything new to your own tmp folder)."""
     key = tuple(only or ())
     if key not in _SESSION:
-        full = _SESSION.get(())
-        if full is not None:  # the whole corpus is already built: filter it like build_corpus does
-            _SESSION[key] = ([a for a in full[0] if any(s in a.name for s in key)],
-                             [k for k in full[1] if any(s in k.name for s in key)])
+        full = _SESSION.get(()) or _cached_corpus(build=not key)
+        if full is not None:  # the whole corpus is there: filter it like build_corpus does
+            _SESSION[()] = full
+            _SESSION[key] = (full if not key else
+                             ([a for a in full[0] if any(s in a.name for s in key)],
+                              [k for k in full[1] if any(s in k.name for s in key)]))
         else:
             out = tmp_path_factory.mktemp("fidelity-corpus")
             _SESSION[key] = build_corpus(out, list(key) or None)

@@ -59,12 +59,10 @@ def toy(root: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def corpus(root: Path) -> list[Path]:
-    from fidelity_cases import build_corpus
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    from fidelity_cases import session_corpus
 
-    out = root / "diff-corpus"
-    out.mkdir(exist_ok=True)
-    archives, _ = build_corpus(out, CORPUS)
+    archives, _ = session_corpus(tmp_path_factory, CORPUS)
     assert len(archives) >= 8  # each case plus its variants (dynamic, decomposed, no names)
     return [a.path for a in archives]
 

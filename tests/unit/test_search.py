@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from export_cache import toy_export
 
 from inspector.core.archive import open_archive
 from inspector.core.frames import module_path, parse_stack_trace
 from inspector.core.listing import Listing, render_listing
 from inspector.core.search import SearchError, SearchIndex, parse_query
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -25,13 +23,7 @@ def decoder(tmp_path_factory):
     if given:
         path = Path(given)
     else:
-        path = tmp_path_factory.getbasetemp() / "toy-export" / "toy-tiny-cpu.pt2"
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            proc = subprocess.run([sys.executable, "-m", "inspector.jobs", "export", "--preset",
-                                   "tiny", "-o", str(path)], cwd=ROOT, capture_output=True,
-                                  text=True, timeout=600)
-            assert proc.returncode == 0, proc.stderr[-2000:]
+        path = toy_export()[0]  # the real export child, cached (tests/export_cache.py)
     with open_archive(path) as archive:
         listing = render_listing(archive.program("decoder"))
     return listing, SearchIndex(listing)
