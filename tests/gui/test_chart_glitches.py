@@ -55,6 +55,7 @@ def test_empty_chart_has_plain_axes_from_zero(qtbot):
     chart.timer.stop()
 
 
+@pytest.mark.slow
 def test_stopped_run_does_not_squeeze_the_next(qtbot, panel):
     """A 30-repeat run stopped early: once it ended, the x axis fits the samples it
     sent, not the 30 x 64 it announced; the next short run fills the chart."""

@@ -243,6 +243,7 @@ def test_f7_walks_the_changes_in_order_and_wraps(qtbot, window, toy_archive, ret
     tab.view.setFocus()
     qtbot.waitUntil(lambda: tab.view.hasFocus(), timeout=5000)
     seen = [tab.view.current_row()]
+    checked = 0
     for k in range(1, n):
         qtbot.keyClick(tab.view, Qt.Key.Key_F7)
         seen.append(tab.view.current_row())
@@ -251,8 +252,13 @@ def test_f7_walks_the_changes_in_order_and_wraps(qtbot, window, toy_archive, ret
         assert tab.view.change_span() == (start, al.change_end(start))
         assert start in range(tab.view.first_visible_row(),
                               tab.view.first_visible_row() + tab.view._visible_rows())
-        _check_difference_on_screen(tab.view, start, al.change_end(start))
+        checked += _check_difference_on_screen(tab.view, p, start, al.change_end(start))
     assert seen == al.changes
+    # every change F7 went to that holds a changed line was checked, and there are some
+    parted = sum(any(None not in (p.row(r).text_a, p.row(r).text_b)
+                     and p.row(r).text_a != p.row(r).text_b for r in range(c, al.change_end(c)))
+                 for c in al.changes[1:])
+    assert checked == parted > 0
     qtbot.keyClick(tab.view, Qt.Key.Key_F7)  # past the last: wraps, and says so
     assert tab.view.current_row() == al.changes[0]
     assert tab.counter.text() == f"change 1 of {n} (wrapped to the first change)"
@@ -279,16 +285,22 @@ def test_f7_walks_the_changes_in_order_and_wraps(qtbot, window, toy_archive, ret
         assert tab.view.current_row() == al.changes[1]
 
 
-def _check_difference_on_screen(view, start: int, end: int) -> None:
-    """The first differing characters of the change F7 went to are in view
-    (a device literal far right scrolls the listing sideways)."""
+def _check_difference_on_screen(view, diff, start: int, end: int) -> bool:
+    """The first differing character of the change F7 went to is in view (a device
+    literal far right scrolls the listing sideways): in the change's first row whose
+    two sides differ, by core's rows (`diff`, not the view's), the column where the
+    texts part computed here. False when the change has no such row (lines only
+    added or removed): nothing to check there."""
     for r in range(start, end):
-        spans_a, spans_b = view.inline_spans(r)
-        if spans_a or spans_b:
-            col = min(sp[0] for sp in (*spans_a, *spans_b))
-            x = view.point_at(r, 1, col).x()
-            assert view.half_x(1) + view.gutter_width() <= x < view.half_x(1) + view.half_width()
-            return
+        row = diff.row(r)
+        if row.text_a is None or row.text_b is None or row.text_a == row.text_b:
+            continue
+        col = len(os.path.commonprefix([row.text_a, row.text_b]))
+        x = view.point_at(r, 1, col).x()
+        assert view.half_x(1) + view.gutter_width() <= x < view.half_x(1) + view.half_width(), \
+            (r, col, row.text_b)
+        return True
+    return False
 
 
 # --- the same archive -------------------------------------------------------------------

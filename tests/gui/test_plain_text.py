@@ -201,6 +201,7 @@ def test_payloads_are_live(qtbot) -> None:
     assert labels[1].sizeHint().width() >= 900
 
 
+@pytest.mark.slow
 def test_every_widget_shows_file_text_as_plain_text(qtbot, window, open_wait, base: Base,
                                                     tmp_path: Path) -> None:
     path = build_hostile(base, tmp_path / "hostile.pt2")

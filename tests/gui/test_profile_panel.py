@@ -191,8 +191,9 @@ def test_cancel_stops_the_child(qtbot, panel):
     assert panel.cancel_button.isEnabled() and not panel.check_button.isEnabled()
     qtbot.mouseClick(panel.cancel_button, Qt.MouseButton.LeftButton)
     assert not panel.runner.is_running()
-    assert wait_gone({pid}, timeout=5.0) == set()
-    assert wait_gone(None, timeout=5.0) - before == set()
+    # it ends, and takes nothing with it left running (how fast: bench_ui_jobs.py)
+    assert wait_gone({pid}, timeout=None) == set()
+    assert wait_gone(None, timeout=None) - before == set()
     assert panel.check_button.isEnabled()
     assert panel.nodes.shown_rows() == []  # nothing from the killed child
 

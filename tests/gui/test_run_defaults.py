@@ -8,12 +8,11 @@ Archives are real: the tiny toy exported by the export job with chosen ranges.""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+from export_cache import toy_export
 from _panel_helpers import ROOT, no_leaks  # noqa: F401
 
 from inspector.core.archive import open_archive
@@ -27,12 +26,9 @@ DEMO = ROOT / "resources" / "demo" / "toy-tiny.pt2"
 
 
 def _export(folder: Path, name: str, *args: str) -> Path:
-    out = folder / name
-    proc = subprocess.run([sys.executable, "-m", "inspector.jobs", "export", "--preset", "tiny",
-                           *args, "-o", str(out)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    return out
+    """The toy exported by the real export child with ARGS, once per source version
+    (tests/export_cache.py; `folder` is not used)."""
+    return toy_export(list(args), file=name)[0]
 
 
 @pytest.fixture(scope="module")

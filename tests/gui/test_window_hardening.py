@@ -195,6 +195,7 @@ def test_closing_a_tab_during_indexing(qtbot, window, big_archive: Path) -> None
     assert window.tabs.count() == 0 and not window.workspace.documents
 
 
+@pytest.mark.slow
 def test_closed_archives_are_freed(qtbot, window, big_archive: Path) -> None:
     """Six opens and closes of a big archive: memory returns near the first close and
     the closed view is collected (400 MB per 100k nodes stayed before)."""

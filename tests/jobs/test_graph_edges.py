@@ -27,6 +27,8 @@ import pytest
 from inspector.core.archive import open_archive
 from inspector.core.graph_model import GraphModel, graph_paths
 
+pytestmark = pytest.mark.slow  # the corpus's graphs against torch's, edge by edge: minutes
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 EXPORTDB = ["cond_operands", "cond_branch_nested_function", "dynamic_shape_map", "list_unpack",
             "dictionary", "nested_function", "scalar_output", "static_for_loop",

@@ -31,6 +31,8 @@ from inspector.core.archive import open_archive
 from inspector.core.memory_plan import MemoryModel
 from inspector.core.memory_report import model_for
 
+pytestmark = pytest.mark.slow  # the memory plan against torch's on the corpus: minutes
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 
 

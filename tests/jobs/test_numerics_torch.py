@@ -39,6 +39,8 @@ from inspector.jobs.numerics_compare import unwrap  # noqa: E402
 from inspector.jobs.numerics_spec import NumericsSpec  # noqa: E402
 from inspector.jobs.protocol import Emitter  # noqa: E402
 
+pytestmark = pytest.mark.slow  # captured values against torch's interpreter on the corpus: minutes
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 

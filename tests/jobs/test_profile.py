@@ -97,6 +97,7 @@ def _check_names(path: Path, result: dict[str, Any], expect_failures: set[str]) 
     return checked
 
 
+@pytest.mark.slow
 def test_every_op_node_is_timed_under_the_listing_names(corpus, corpus_profile):
     path, names = corpus
     assert [p["name"] for p in corpus_profile["programs"]] == names
@@ -107,6 +108,7 @@ def test_every_op_node_is_timed_under_the_listing_names(corpus, corpus_profile):
     assert {"hf", "ops", "cond", "decomp", "exportdb", "multi"} <= groups
 
 
+@pytest.mark.slow
 def test_legacy_archive_without_node_names_profiles_under_the_deserializers_names(
         corpus, tmp_path):
     path = graph_corpus.without_names(corpus[0], tmp_path / "noname.pt2")
@@ -177,6 +179,7 @@ def test_a_failure_during_the_real_run_exits_1_with_check_s_record(corpus):
     assert f["target"] == "torch.ops.aten._assert_scalar.default"
 
 
+@pytest.mark.slow
 def test_check_finds_nothing_on_cpu_across_the_corpus(corpus):
     proc = cli("check", str(corpus[0]), "--device", "cpu", "--json")
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr

@@ -61,6 +61,7 @@ def archive(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, A
     return out, programs
 
 
+@pytest.mark.slow
 def test_every_op_node_is_timed_under_the_listing_names(archive):
     path, programs = archive
     proc = cli("profile", str(path), "--device", "cpu", "--warmup", "0", "--repeats", "1",

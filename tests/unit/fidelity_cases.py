@@ -207,10 +207,24 @@ def _cached_corpus(build: bool) -> tuple[list[Archive], list[Skip]] | None:
         (folder / "manifest.json").write_text(json.dumps(manifest))
 
     folder = cached_dir("fidelity-corpus", key, make)
+    _register_as_the_build_did()
     manifest = json.loads((folder / "manifest.json").read_text())
     return ([Archive(a["name"], a["group"], folder / a["file"], a["multi"], a["seconds"])
              for a in manifest["archives"]],
             [Skip(k["name"], k["stage"], k["reason"]) for k in manifest["skipped"]])
+
+
+def _register_as_the_build_did() -> None:
+    """What exporting the corpus registers in its process, registered in this one
+    too, so torch loads a cached corpus here as it would in the process that built
+    it: the custom ops of fidelity_models (torch resolves `fidelity::...` targets)
+    and ExportDB's examples (some register ops when imported)."""
+    from torch._export.db.examples import all_examples
+
+    from fidelity_models import _custom_ops
+
+    _custom_ops()
+    all_examples()
 
 
 def session_corpus(tmp_path_factory: Any, only: list[str] | None = None

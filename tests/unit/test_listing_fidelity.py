@@ -23,6 +23,8 @@ import pytest
 from fidelity_cases import (STRICT_EXPORTDB, Archive, Comparison, Skip, compare, session_corpus,
                             table, torch_texts)
 
+pytestmark = pytest.mark.slow  # every corpus listing against torch's print_readable
+
 GROUPS = ["exportdb", "hf", "cond", "multi", "decomp", "ops", "legacy", "builtins"]
 THRESHOLD = 0.99
 # The cases torch itself cannot round-trip here (torch 2.13), by name and stage.

@@ -34,16 +34,38 @@ def corpus(tmp_path_factory: pytest.TempPathFactory):
     return archives
 
 
-def _whole_lines(text: bytes, name: str) -> list[str]:
+def _screen_of_whole(text: bytes, name: str, kept: int) -> list[str]:
+    """What the first screen of a head of `kept` nodes must be, read off the whole
+    program's listing: every line before the line of its node #kept (1-based), the
+    comment above it included; the lines from there on depend on what was cut."""
     program, _ = parse_program_lean(text, name)
-    return render_listing(program).lines
+    listing = render_listing(program)
+    return listing.lines[:listing.line_of(program.graph.nodes[kept - 1])]
+
+
+def _subgraph_among_first(text: bytes, nodes: int) -> bool:
+    """Whether one of the first `nodes` nodes takes a control-flow subgraph (read
+    off the JSON itself, keys as torch writes them)."""
+    raw = orjson.loads(text)["graph_module"]["graph"]["nodes"][:nodes]
+    return any(b'"as_graph"' in orjson.dumps(n.get("inputs")) for n in raw)
+
+
+# Heads the corpus gets none of though no subgraph is among their nodes: head_text
+# stops at a value record it cannot place (measured on torch 2.13: a data-dependent
+# slice, `item` then `slice`, among the first nodes). Listed, so that a head lost
+# anywhere else fails, and a listed one that comes back says so.
+NO_HEAD = {("exportdb/assume_constant_result", "model", 5), ("ops/sym_shapes", "model", 17),
+           ("decomp/sym_shapes", "model", 17)}
 
 
 def test_first_screen_is_the_listings_first_lines_across_the_corpus(corpus) -> None:
-    heads = programs = 0
+    """Every head of every corpus program (torch's spelling and compact) gives the
+    whole listing's lines up to its last node, all of them; a program gets no head
+    exactly when a control-flow subgraph is among the nodes it would keep, or it is
+    one of NO_HEAD."""
+    heads = programs = none = 0
     for archive in corpus:
         for name, text in program_texts(archive.path).items():
-            whole = None
             count = len(parse_program_lean(text, name)[0].graph.nodes)
             for spelled in (text, orjson.dumps(orjson.loads(text))):  # torch's, compact
                 for nodes in (2, 5, 17):
@@ -52,16 +74,19 @@ def test_first_screen_is_the_listings_first_lines_across_the_corpus(corpus) -> N
                         continue
                     programs += 1
                     head = head_program(spelled, name, nodes)
+                    where = f"{archive.name}/{name} {nodes}"
+                    listed = (archive.name, name, nodes) in NO_HEAD
                     if head is None:
+                        assert _subgraph_among_first(text, nodes) or listed, f"no head: {where}"
+                        none += 1
                         continue
-                    whole = whole or _whole_lines(text, name)
+                    assert not _subgraph_among_first(text, nodes), where
+                    assert not listed, f"a head now (drop it from NO_HEAD): {where}"
+                    assert len(head.graph.nodes) == nodes, where
                     lines = first_screen_lines(head)
-                    assert len(head.graph.nodes) <= nodes
-                    assert lines and lines == whole[:len(lines)], f"{archive.name}/{name} {nodes}"
+                    assert lines and lines == _screen_of_whole(text, name, nodes), where
                     heads += 1
-    # nearly every program has a first screen: those that have none hold a
-    # control-flow subgraph among their first nodes
-    assert programs >= 150 and heads >= programs * 0.9, (heads, programs)
+    assert programs >= 150 and heads + none == programs and heads > none, (heads, programs)
 
 
 def test_a_head_holds_its_nodes_and_no_more(corpus) -> None:
@@ -96,24 +121,27 @@ def test_no_first_screen_where_the_records_are_not_in_node_order(corpus) -> None
 def test_cut_or_damaged_text_gives_no_first_screen_or_a_true_one(corpus) -> None:
     archive = max(corpus, key=lambda a: a.path.stat().st_size)
     name, text = max(program_texts(archive.path).items(), key=lambda kv: len(kv[1]))
-    whole = _whole_lines(text, name)
+    screen = _screen_of_whole(text, name, 5)
     rng = random.Random(17)
-    heads = 0
+    heads = true_heads = 0
     for _ in range(60):
         damaged = bytearray(text)
-        for _ in range(rng.randint(1, 4)):
+        for _ in range(rng.randint(1, 4)):  # bytes changed in place: the length stays
             at = rng.randrange(len(damaged))
-            damaged[at:at + rng.randint(1, 40)] = bytes(rng.choice(b'{}[],:"x0 ') for _ in range(3))
+            width = min(rng.randint(1, 40), len(damaged) - at)
+            damaged[at:at + width] = bytes(rng.choice(b'{}[],:"x0 ') for _ in range(width))
         for case in (bytes(damaged), text[:rng.randrange(len(text))]):
             head = head_program(case, name, 5)  # never raises
-            if head is not None:
-                lines = first_screen_lines(head)
-                heads += 1
-                # damage after the head's part leaves it true; inside, it shows
-                # what the damaged text says, and the parse then refuses or agrees
-                if case[:len(text) // 4] == text[:len(text) // 4] and len(case) == len(text):
-                    assert lines == whole[:len(lines)]
-    assert heads > 0
+            if head is None:
+                continue
+            lines = first_screen_lines(head)
+            heads += 1
+            # damage after the head's part leaves it true, whole; inside, it shows
+            # what the damaged text says, and the parse then refuses or agrees
+            if case[:len(text) // 4] == text[:len(text) // 4] and len(case) == len(text):
+                assert lines == screen
+                true_heads += 1
+    assert heads > true_heads > 0
 
 
 def test_archive_reads_the_text_once_and_its_parse_checks_the_crc(corpus, tmp_path) -> None:
@@ -125,10 +153,10 @@ def test_archive_reads_the_text_once_and_its_parse_checks_the_crc(corpus, tmp_pa
         reads = []
         original = a.read_buffer_checked_later
         a.read_buffer_checked_later = lambda *args, **kw: reads.append(args) or original(*args, **kw)
-        whole = render_listing(a.program(name)).lines
+        whole = render_listing(a.program(name))
         assert reads == []  # the text program_head read
         lines = first_screen_lines(head)
-        assert lines == whole[:len(lines)]
+        assert lines == whole.lines[:whole.line_of(a.program(name).graph.nodes[4])]
         assert a.program_head(name, nodes=5) is None  # parsed already: no head needed
     # a stored program with a byte changed inside a string of its head (its
     # headers keep the CRC of the original): the head is made (it cannot know),
@@ -191,9 +219,8 @@ def test_a_big_stored_text_is_read_at_its_two_ends_only(corpus, monkeypatch) -> 
         assert text.rfind(head_mod.NEEDED_TAIL_KEY) >= len(text) - len(tail)
         head = a.program_head(name, nodes=5)
         assert head is not None and not a.cache.unparsed  # nothing kept: the parse reads it whole
-        whole = render_listing(a.program(name)).lines
         lines = first_screen_lines(head)
-        assert lines and lines == whole[:len(lines)]
+        assert lines and lines == _screen_of_whole(text, name, 5)
         assert a.read_ends(rel, len(text), head_mod.NEEDED_TAIL_KEY) is None  # not big
 
 

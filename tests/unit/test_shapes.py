@@ -189,6 +189,7 @@ def _comparable(program: dict[str, Any]) -> dict[str, Any]:
 # --- the checks ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_inputs_and_symbols_equal_torch(corpus: tuple[list[Archive], list[Skip]],
                                         capsys: pytest.CaptureFixture[str]) -> None:
     archives, _ = corpus
@@ -436,18 +437,33 @@ def test_a_requested_dim_that_came_out_constant_is_flagged(tmp_path: Path) -> No
 
 
 def test_symbol_tooltip_says_range_sources_and_example() -> None:
+    """The tooltip of the demo decoder's batch symbol says what torch's own loader
+    says of it: its range (range_constraints), the inputs whose size it is (the
+    placeholders' meta["val"]) and the example size (torch's example_inputs)."""
+    import transformers.modeling_outputs  # noqa: F401 - the toy's output types, for pytree
+    from torch.export.pt2_archive._package import load_pt2
+
     from inspector.core.archive import open_archive
     from inspector.core.shapes import archive_shapes, symbol_tooltip
     from inspector.resources import demo_archive
 
+    ep = load_pt2(str(demo_archive())).exported_programs["decoder"]
+    users = [s.arg.name for s in ep.graph_signature.input_specs if s.kind.name == "USER_INPUT"]
+    vals = {n.name: n.meta["val"] for n in ep.graph.nodes if n.name in users}
+    batch = str(vals["input_ids"].shape[0])
+    sources = [f"{name}.shape[{i}]" for name in users for i, size in enumerate(vals[name].shape)
+               if str(size) == batch]
+    (rng,) = [r for sym, r in ep.range_constraints.items() if str(sym) == batch]
+    example = ep.example_inputs[0][users.index("input_ids")].shape[0]
+    assert sources == ["input_ids.shape[0]", "encoder_hidden_states.shape[0]"]
+
     with open_archive(demo_archive()) as archive:
         (dec,) = archive_shapes(archive, "decoder")
-    batch = next(s for s in dec.symbols.values() if len(s.sources) == 2)
-    tip = symbol_tooltip(dec, batch.name)
+    tip = symbol_tooltip(dec, batch)
     assert tip is not None
-    assert tip.splitlines()[0] == f"{batch.name}: [{batch.min}, {batch.max}]"
-    assert "input_ids.shape[0], encoder_hidden_states.shape[0] (they must match at run time)" in tip
-    assert f"example value at export: {batch.example}" in tip
+    assert tip.splitlines()[0] == f"{batch}: [{int(rng.lower)}, {int(rng.upper)}]"
+    assert f"{', '.join(sources)} (they must match at run time)" in tip
+    assert f"example value at export: {example}" in tip
     assert symbol_tooltip(dec, "nope") is None
 
 
