@@ -13,7 +13,7 @@ from export_cache import toy_export
 from inspector.core.archive import open_archive
 from inspector.core.frames import module_path, parse_stack_trace
 from inspector.core.listing import Listing, render_listing
-from inspector.core.search import SearchError, SearchIndex, parse_query
+from inspector.core.search import SearchError, SearchIndex, parse_query, scan_lines
 
 
 
@@ -112,3 +112,66 @@ def test_hand_made_listing_spans_and_no_cross_line_matches():
     assert index.search("beta\nbeta").lines == []
     assert index.search(parse_query(r"beta$", regex=True)).lines == [0, 1]
     assert index.search("zzz").lines == []
+
+
+# --- free text against a plain scan of the lines ------------------------------------------
+
+# (text, case_sensitive, regex): plain words either case, regexes with a literal the
+# index can narrow by and without one, capitals and escapes that lowercasing would
+# break ([A-Z], \x41, (?-i:...)), a pattern that can span lines, and texts no line holds
+FREE_TEXT = [
+    ("arange", False, False), ("ARANGE", False, False), ("arange", True, False),
+    ("Torch.ops", True, False), ("torch.ops.aten.", True, False), ("device=", False, False),
+    ("f32[", False, False), ("no line holds this", False, False),
+    (r"arange_?\d*", False, True), (r"add_\d+: ", True, True), (r"[A-Z]\w+", True, True),
+    (r"[A-Z]\w+", False, True), (r"\x41", False, True), (r"(?-i:Tensor)", False, True),
+    (r"f32\[\d+, \d+\]", False, True), (r"^\s+#", False, True), (r"cpu|cuda", False, True),
+    (r"embedding_\d", False, True), (r"\s$", False, True), (r"zzz\d", False, True),
+]
+
+
+EMPTY_HERE = [r"\s$"]  # no listing line ends in a blank
+
+
+def _scan(lines: list[str], text: str, case_sensitive: bool, regex: bool):
+    """The lines a query must find and the spans in each, by Python's own str/re."""
+    if regex:
+        pattern = re.compile(text, 0 if case_sensitive else re.IGNORECASE)
+        hits = [i for i, line in enumerate(lines) if pattern.search(line)]
+        return hits, {i: [m.span() for m in pattern.finditer(lines[i]) if m.end() > m.start()]
+                      for i in hits}
+    needle = text if case_sensitive else text.lower()
+    hay = lines if case_sensitive else [line.lower() for line in lines]
+    hits = [i for i, line in enumerate(hay) if needle in line]
+    spans = {}
+    for i in hits:
+        out, at = [], hay[i].find(needle)
+        while at >= 0:
+            out.append((at, at + len(needle)))
+            at = hay[i].find(needle, at + len(needle))
+        spans[i] = out
+    return hits, spans
+
+
+@pytest.mark.parametrize("text, case_sensitive, regex", FREE_TEXT)
+def test_free_text_finds_what_a_plain_scan_of_the_lines_finds(decoder, text, case_sensitive,
+                                                              regex):
+    listing, index = decoder
+    query = parse_query(text, case_sensitive=case_sensitive, regex=regex)
+    want, spans = _scan(listing.lines, text, case_sensitive, regex)
+    found = index.search(query)
+    assert found.lines == want
+    assert {i: found.spans(listing.lines[i]) for i in want} == spans
+    scanned = scan_lines(listing.lines, query)  # the window's path before the index is made
+    if scanned is not None:
+        assert scanned.lines == want
+
+
+def test_the_free_text_cases_find_something_and_tell_case_apart(decoder):
+    listing, _ = decoder
+    hits = {(t, c, r): _scan(listing.lines, t, c, r)[0] for t, c, r in FREE_TEXT}
+    empty = sorted(t for (t, _, _), h in hits.items() if not h)
+    assert empty == sorted(["no line holds this", "Torch.ops", r"zzz\d"] + EMPTY_HERE), empty
+    assert hits[("arange", False, False)] == hits[("ARANGE", False, False)]
+    assert hits[("Torch.ops", True, False)] == [] != hits[("torch.ops.aten.", True, False)]
+    assert hits[("[A-Z]\\w+", True, True)] != hits[("[A-Z]\\w+", False, True)]
