@@ -25,11 +25,13 @@ import orjson
 
 from inspector.core.device_names import same_device
 from inspector.core.findings import (  # noqa: F401  (re-exported: the audit's vocabulary)
+    CODE_IN_NAMES,
     DEVICE_LITERAL,
     DTYPE_LITERAL,
     ERROR,
     INFO,
     LIFTED_CONSTANT,
+    OPERATOR_ARGUMENT,
     PORTABILITY,
     RISKY_RECORD,
     RULE_TITLES,
@@ -145,6 +147,8 @@ def audit_program(program: Program, *, target: Device | None = None,
         _portability(ctx)
     if DTYPE_LITERAL in wanted:
         _dtype_literals(ctx)
+    if CODE_IN_NAMES in wanted or OPERATOR_ARGUMENT in wanted:
+        _code_in_names(ctx, wanted)
     return literals + sort_findings(ctx.findings)
 
 
@@ -749,3 +753,123 @@ def _dtype_literals(ctx: _Context) -> None:
                        f"{lit.dtype_name}" + _trace_where(node.stack_trace if node else None))
         ctx.add(DTYPE_LITERAL, INFO, message, node=node, node_name=lit.node,
                 fix="pt2-inspector retarget FILE --dtype bf16 -o OUT.pt2", group=lit.kind)
+
+
+# --- code in names (issue 27): the loader's own checks (core/vetting.py) -----------------
+
+_REFUSED_FIX = ("do not load it with torch: a genuine export never writes this; check, "
+                "profile and run refuse the file (--trust does not change that)")
+_SPEC_FIELDS = {"parameter": "parameter name", "buffer": "buffer name",
+                "tensor_constant": "tensor constant name", "custom_obj": "custom obj name"}
+_OUTPUT_FQN_FIELDS = {"buffer_mutation": "buffer name", "parameter_mutation": "parameter name",
+                      "gradient_to_parameter": "parameter name"}
+_META_TEXT_KEYS = ("stack_trace", "custom", "nn_module_stack")
+
+
+def _code_in_names(ctx: _Context, wanted: set[str] | frozenset[str] | Sequence[str]) -> None:
+    """What `check`/`profile`/`run` refuse, found by the same checks over what the
+    reader parsed: every string torch resolves (node targets, operator arguments:
+    `operator-argument`) or pastes into the code FX generates and execs (names,
+    FQNs, keyword names, input spec keywords, symbolic sizes, guards:
+    `code-in-names`). On a lean program only the nodes the screens of
+    core/vetting.py point at are made (a handful; none in a genuine export)."""
+    from inspector.core import vetting as v
+
+    program = ctx.program
+    seen: set[tuple] = set()
+
+    def add(field: str, problem: str, node: Node | None = None, severity: str = ERROR) -> None:
+        rule = OPERATOR_ARGUMENT if field in ("node target", "operator argument") else CODE_IN_NAMES
+        key = (rule, field, problem, node.name if node is not None else None)
+        if rule not in wanted or key in seen:
+            return
+        seen.add(key)
+        if severity == ERROR:
+            message = (f"{field} {problem}: torch would run it as code when it loads or runs "
+                       "the program")
+            fix = _REFUSED_FIX
+        else:
+            message = f"{field} {problem}"
+            fix = "load it only with FX_GRAPH_SHOW_META unset"
+        ctx.add(rule, severity, message, node=node, group=field, fix=fix)
+
+    for graph in program.graphs():
+        nodes = graph.nodes
+        lazy = hasattr(nodes, "suspects")
+        targets = nodes.targets() if lazy else [n.target for n in nodes]
+        for target in dict.fromkeys(targets):
+            problem = v.target_problem(target)
+            if problem:
+                add("node target", problem, nodes[targets.index(target)])
+        names = nodes.names_in_file() if lazy else [n.name if n.name_in_file else None
+                                                    for n in nodes]
+        for i in v.bad_names(["" if n == "" else n for n in names]):
+            if names[i] not in (None, ""):
+                add("node name", v.name_problem(names[i]) or "", nodes[i])
+        suspects = (nodes.suspects(v.SUSPECT_ARGUMENTS, v.suspect_metadata) if lazy
+                    else range(len(nodes)))
+        for i in suspects:
+            node = nodes[i]
+            doc = {"target": node.target, "inputs": [
+                {"name": a.name, "arg": {a.arg.kind: a.arg.value}, "kind": a.kind}
+                for a in node.inputs], "outputs": [{o.kind: o.value} for o in node.outputs],
+                "metadata": node.metadata}
+            for field, problem in v.node_problems(doc):
+                if field != "node target":
+                    add("operator argument" if field == "operator argument" else
+                        "keyword name" if field.endswith("keyword name") else field,
+                        problem, node)
+            for key in _META_TEXT_KEYS:
+                problem = v.docstring_problem(node.metadata.get(key), key)
+                if problem:
+                    add(f"metadata {key}", problem, node, WARNING)
+        for arg in graph.inputs:
+            for field, problem in v.argument_problems(arg.kind, arg.value, "placeholder name"):
+                add(field, problem)
+        for arg in graph.outputs:
+            for field, problem in v.argument_problems(arg.kind, arg.value):
+                add(field, problem)
+        for table in (graph.tensor_values, graph.sym_int_values, graph.sym_bool_values,
+                      graph.sym_float_values, graph.custom_obj_values):
+            keys = list(table)
+            for i in v.bad_names(keys):
+                add("value name", v.name_problem(keys[i]) or "")
+        values = graph.tensor_values
+        for key in (values.symbolic() if hasattr(values, "symbolic") else list(values)):
+            for size in (*values[key].sizes, *values[key].strides, values[key].storage_offset):
+                if isinstance(size, str):
+                    problem = v.size_problem(size)
+                    if problem:
+                        add("symbolic shape", problem)
+    for spec in program.input_specs:
+        problem = v.name_problem(spec.name)
+        if problem:
+            add("placeholder name", problem)
+        field = _SPEC_FIELDS.get(spec.kind)
+        if field and spec.target is not None:
+            problem = v.fqn_problem(spec.target)
+            if problem:
+                add(field, problem)
+    for out in program.output_specs:
+        field = _OUTPUT_FQN_FIELDS.get(out.kind)
+        if field and out.target is not None:
+            problem = v.fqn_problem(out.target)
+            if problem:
+                add(field, problem)
+    for key in program.range_keys:
+        problem = v.range_key_problem(key)
+        if problem:
+            add("range constraint key", problem)
+    for guard in program.guards_code:
+        problem = v.guard_problem(guard)
+        if problem:
+            add("guard", problem)
+    for field, problem in v.module_call_problems(program.module_call_graph):
+        add(field, problem)
+    for entry in program.module_call_graph:
+        sig = entry.get("signature") if isinstance(entry, dict) else None
+        if isinstance(sig, dict):
+            for key in ("in_spec", "out_spec"):
+                problem = v.pytree_problem(sig.get(key))
+                if problem:
+                    add("pytree type", problem)

@@ -26,8 +26,10 @@ SPECIALIZED_DIM = "specialized-dim"
 PORTABILITY = "portability"
 RISKY_RECORD = "risky-record"
 DTYPE_LITERAL = "dtype-literal"
+CODE_IN_NAMES = "code-in-names"
+OPERATOR_ARGUMENT = "operator-argument"
 RULES = (DEVICE_LITERAL, WEIGHT_DEVICE, LIFTED_CONSTANT, SPECIALIZED_DIM, PORTABILITY,
-         RISKY_RECORD, DTYPE_LITERAL)
+         RISKY_RECORD, DTYPE_LITERAL, CODE_IN_NAMES, OPERATOR_ARGUMENT)
 RULE_TITLES = {
     DEVICE_LITERAL: "Device literals baked into node arguments",
     WEIGHT_DEVICE: "Weights, buffers and constants recorded on a device",
@@ -36,6 +38,8 @@ RULE_TITLES = {
     PORTABILITY: "Portability: what loading needs besides torch",
     RISKY_RECORD: "Records torch would execute code from when loading",
     DTYPE_LITERAL: "Dtype literals frozen from the fp32 example",
+    CODE_IN_NAMES: "Code in names torch writes into the code it generates",
+    OPERATOR_ARGUMENT: "Targets and operator arguments that are not torch operators",
 }
 
 class AuditError(InspectorError):

@@ -549,16 +549,9 @@ class _Walk:
                     self.argument(v, where, stack)
 
     def metadata(self, meta: dict[str, Any], where: str) -> None:
-        # torch resolves each source_fn_stack target by attribute lookups from torch
-        # (deserialize_meta_func); it only lands in node.meta, but a lookup runs
-        # properties and lazy imports: only dotted names are let through.
-        text = meta.get("source_fn_stack")
-        if isinstance(text, str) and text:
-            for item in text.split(_ST_DELIMITER):
-                parts = item.split(",")
-                if len(parts) != 2 or not _SOURCE_FN.fullmatch(parts[1]):
-                    self.fail(where, "metadata source_fn_stack",
-                              f"entry {_shown(item)} is not `name,dotted.path`")
+        problem = source_fn_problem(meta.get("source_fn_stack"))
+        if problem:
+            self.fail(where, "metadata source_fn_stack", problem)
 
     def signature(self, sig: dict[str, Any]) -> None:
         for i, spec in enumerate(_list(sig.get("input_specs"))):
@@ -618,6 +611,38 @@ class _Walk:
         if bad:
             raise UnsafeProgramError(f"{where}: inputs/outputs use Python types pt2-inspector "
                                      f"does not load ({', '.join(bad[:5])})")
+
+
+def source_fn_problem(text: Any) -> str | None:
+    """Why a node's `source_fn_stack` metadata is refused (None: allowed). torch
+    resolves each entry's target by attribute lookups from torch
+    (deserialize_meta_func); it only lands in node.meta, but a lookup runs
+    properties and lazy imports: only dotted names are let through."""
+    if not isinstance(text, str) or not text:
+        return None
+    for item in text.split(_ST_DELIMITER):
+        parts = item.split(",")
+        if len(parts) != 2 or not _SOURCE_FN.fullmatch(parts[1]):
+            return f"entry {_shown(item)} is not `name,dotted.path`"
+    return None
+
+
+def docstring_problem(text: Any, key: str = "") -> str | None:
+    """Why a metadata text (a stack trace, custom metadata, a module stack) would
+    run as code if FX printed it: with FX_GRAPH_SHOW_META=1, FX writes node metadata
+    into a docstring of the code it execs, and a `\"\"\"` closes it. Not refused:
+    the job child removes that variable before torch builds a graph (jobs/load.py),
+    and a genuine stack trace may quote such a line of code; info/audit name it."""
+    if key == "custom" and isinstance(text, str):  # FX prints the decoded dict's str()
+        try:
+            text = str(orjson.loads(text))
+        except orjson.JSONDecodeError:
+            pass
+    if isinstance(text, str) and '"""' in text:
+        return ("holds a triple quote, which closes the docstring FX writes node metadata "
+                "into when FX_GRAPH_SHOW_META=1 (what follows would run as code; "
+                "pt2-inspector's jobs remove that variable)")
+    return None
 
 
 _ST_DELIMITER = ";"  # torch/_export/serde/serialize.py ST_DELIMITER
@@ -714,6 +739,166 @@ def check_program_facts(name: str, doc: Any) -> ProgramFacts:
 def check_program(name: str, doc: Any) -> set[str]:
     """Vet one program's JSON; return the pytree type names its signature uses."""
     return check_program_facts(name, doc).pytree_types
+
+
+# --- the reader's view (info/audit) ------------------------------------------------------
+#
+# core/audit.py's `code-in-names` and `operator-argument` rules run these same checks
+# over what the reader parsed, so what it flags and what the loader refuses agree.
+# On a big program the reader keeps nodes as text until asked for (core/program/
+# lean.py); these screens find, at C speed, the few nodes a check could refuse, so
+# the audit makes only those (a superset: each is then judged by the checks above).
+
+_KEYWORDS = "|".join(sorted(keyword.kwlist, key=len, reverse=True)).encode()
+# a name-like JSON value that is not a short ASCII identifier (or is a keyword), an
+# operator argument, or an escape that could spell anything
+SUSPECT_ARGUMENTS = re.compile(
+    rb'"(?:name|as_name)"\s*:\s*(?:[^"\s]|"(?!"|[A-Za-z_][A-Za-z0-9_]{0,1023}"))'
+    rb'|"(?:name|as_name)"\s*:\s*"(?:' + _KEYWORDS + rb')"'
+    rb'|"as_operators?"|\\u')
+
+
+def suspect_metadata(key: str | None, text: bytes) -> bool:
+    """Whether a node's metadata value (its JSON text; key None: the whole metadata
+    text) may fail source_fn_problem or docstring_problem: decoded only when the
+    bytes could (a genuine export's stack traces and module paths hold no triple
+    quote; source_fn_stack and custom values are decoded and checked)."""
+    if key is None or b"\\u" in text:
+        return True
+    if key in ("source_fn_stack", "custom"):
+        try:
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return True
+        return (source_fn_problem(value) if key == "source_fn_stack"
+                else docstring_problem(value, key)) is not None
+    return b'\\"\\"\\"' in text
+
+
+def bad_names(names: Iterable[Any], *, keyword_ok: bool = False) -> list[int]:
+    """The indexes of `names` that name_problem refuses (None entries are skipped):
+    one regex over them all joined, then a look at each only when it fails."""
+    names = list(names)
+    strs = [n for n in names if isinstance(n, str)]
+    if all(type(n) is str or n is None for n in names):
+        joined = "\n".join(strs)
+        if _ALL_IDENTS.fullmatch(joined) and max(map(len, strs), default=0) <= MAX_NAME_CHARS \
+                and (keyword_ok or not _HAS_KEYWORD.search(joined)):
+            return []
+    return [i for i, n in enumerate(names)
+            if n is not None and name_problem(n, keyword_ok=keyword_ok)]
+
+
+_ALL_IDENTS = re.compile(rf"(?:{_IDENT}(?:\n{_IDENT})*)?")
+_HAS_KEYWORD = re.compile(r"(?m)^(?:" + _KEYWORDS.decode() + r")$")
+
+
+def is_overload(target: Any) -> bool:
+    """Whether `target` names an operator overload (its keyword names are its
+    schema's: `from` may be one)."""
+    return isinstance(target, str) and _OVERLOAD.fullmatch(target) is not None
+
+
+def argument_problems(kind: str, value: Any, what: str = "value name") -> list[tuple[str, str]]:
+    """(field, problem) of one argument ({kind: value}, as the file holds it), by the
+    loader's walk of arguments."""
+    walk = _Collect("")
+    walk.argument({kind: value}, "", [], what)
+    return walk.found
+
+
+def node_problems(node: dict[str, Any]) -> list[tuple[str, str]]:
+    """(field, problem) of one node as the file holds it, by the loader's own walk
+    (its subgraphs' nodes are walked as nodes of their own)."""
+    walk = _Collect("")
+    walk.node(node, "graph", [])
+    return walk.found
+
+
+def module_call_problems(entries: list[Any]) -> list[tuple[str, str]]:
+    """(field, problem) of a program's module call graph, by the loader's walk."""
+    walk = _Collect("")
+    for i, entry in enumerate(entries):
+        try:
+            walk.module_call(_dict(entry), i)
+        except UnsafeProgramError as exc:
+            walk.found.append(("input spec", str(exc)))
+    return walk.found
+
+
+def expr_problem(text: Any) -> str | None:
+    """Why a symbolic size's `expr_str` is refused (None: allowed)."""
+    try:
+        check_expr(text, "")
+    except UnsafeProgramError as exc:
+        return str(exc).removeprefix(": ")
+    return None
+
+
+def size_problem(text: Any) -> str | None:
+    """Why a symbolic size as the reader renders it (sympy's printed form of the
+    vetted `expr_str`, or the text itself where that is not srepr) is not one: the
+    printed grammar range keys use, over known functions (None: it is)."""
+    if not isinstance(text, str) or len(text) > MAX_EXPR_CHARS:
+        return "is not a short string"
+    if _SYMBOL.fullmatch(text) or _NUMBER_TEXT.fullmatch(text):
+        return None
+    try:
+        tree = parse_printed(text)
+    except ExprSyntaxError as exc:
+        return f"{_shown(text)} is outside the grammar of symbolic sizes ({exc})"
+    try:
+        _check_tree(tree, f"symbolic size {text[:80]!r}", "")
+    except UnsafeProgramError as exc:
+        return str(exc).removeprefix(": ")
+    return None
+
+
+def range_key_problem(key: Any) -> str | None:
+    try:
+        check_range_key(key, "")
+    except UnsafeProgramError as exc:
+        return str(exc).removeprefix(": ")
+    return None
+
+
+def guard_problem(text: Any) -> str | None:
+    try:
+        check_guard(text, "")
+    except UnsafeProgramError as exc:
+        return str(exc).removeprefix(": ")
+    return None
+
+
+def pytree_problem(spec: Any) -> str | None:
+    """Why a pytree spec (JSON text) is refused: a type outside the loader's list."""
+    if not isinstance(spec, str):
+        return None
+    try:
+        bad = sorted(t for t in _spec_types(spec, "") if not t.startswith(_SAFE_TYPE_PREFIXES))
+    except UnsafeProgramError:
+        return "is not JSON"
+    return f"names Python types pt2-inspector does not load ({', '.join(bad[:5])})" if bad else None
+
+
+class _Collect(_Walk):
+    """The loader's walk, collecting (field, problem) instead of raising."""
+
+    def __init__(self, program: str) -> None:
+        super().__init__(program)
+        self.found: list[tuple[str, str]] = []
+
+    def fail(self, where: str, what: str, problem: str) -> None:
+        self.found.append((what, problem))
+
+    def operator(self, value: Any, where: str, what: str, *, builtins: bool) -> None:
+        if parse_operator(value, builtins=builtins) is None:
+            self.found.append((what, target_problem(value) if builtins
+                               else operator_value_problem(value)))
+
+    def node(self, node: dict[str, Any], gwhere: str, stack: list) -> None:
+        self.facts.nodes = 0  # the node limit is not the reader's to judge here
+        super().node(node, gwhere, stack)
 
 
 # --- vetting an archive ----------------------------------------------------------------

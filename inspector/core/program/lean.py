@@ -590,6 +590,10 @@ class _MetadataParts:
     def __getitem__(self, i: int) -> tuple:
         return self.of_node[i]
 
+    def texts(self) -> list[bytes]:
+        """Every distinct value text (and every text kept whole)."""
+        return self._texts
+
     def values(self) -> int:
         """The JSON values decoding them all makes (archive.json_value_count's count
         of each distinct value text, one object per record; a value text that is
@@ -818,6 +822,32 @@ class LazyNodes(Sequence[Node]):
         """Each node's target, without making the nodes."""
         return list(self._cols.targets)
 
+    def names_in_file(self) -> list[str | None]:
+        """Each node's `name` as the file holds it (None: none), without making the
+        nodes (the audit's code-in-names rule)."""
+        return list(self._cols.names)
+
+    def suspects(self, arguments: re.Pattern[bytes],
+                 metadata: Callable[[str | None, bytes], bool]) -> list[int]:
+        """The nodes whose argument texts (inputs or outputs) match `arguments`, or
+        one of whose metadata values `metadata(key, value text)` says is suspect
+        (key None: a metadata text kept whole): one search of the joined texts,
+        one call per distinct metadata record's value, no node made."""
+        cols = self._cols
+        hits = set(cols.inputs_holding(arguments))
+        starts = cols.out_starts
+        for m in arguments.finditer(cols.outputs):
+            hits.add(bisect_right(starts, m.start()) - 1)
+        of_node = cols.meta.of_node
+        bad = set()
+        for record in set(of_node):
+            keys, texts = record
+            if any(metadata(k, t) for k, t in zip(keys or (None,) * len(texts), texts)):
+                bad.add(record)
+        if bad:
+            hits.update(i for i, record in enumerate(of_node) if record in bad)
+        return sorted(hits)
+
     def memo(self, key: str, make: Callable[[LazyNodes], _T]) -> _T:
         """`make(self)`, made once per key: what a reader derives from every node
         whatever it asks next (the audit's columns: core/audit.py). Kept here, so
@@ -903,6 +933,15 @@ class LazyTensorValues(Mapping[str, TensorMeta]):
 
     def get(self, key: str, default: Any = None) -> Any:  # the hot path of the listing
         return self[key] if key in self._raw else default
+
+    def symbolic(self) -> list[str]:
+        """One key per distinct record text that holds a symbolic size (decoded at
+        parse already: see _lean_graph), without decoding the others."""
+        first: dict[bytes, str] = {}
+        for key, text in self._raw.items():
+            if text not in first and _may_hold(text, b"as_expr"):
+                first[text] = key
+        return list(first.values())
 
 
 __all__ = ["LazyNodes", "LazyTensorValues", "LeanUnsupported", "parse_program_lean"]

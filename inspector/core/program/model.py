@@ -472,6 +472,9 @@ class Program(Struct, eq=False):
     module_call_graph: list[dict[str, Any]]
     metadata: dict[str, Any]
     unknown_fields: dict[str, Any]
+    # every range_constraints key as the file holds it (range_constraints keeps the
+    # used ones): the audit's code-in-names rule checks them as the loader does
+    range_keys: list[str] = field(default_factory=list)
 
     def graphs(self) -> Iterator[Graph]:
         return self.graph.walk()

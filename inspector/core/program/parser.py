@@ -127,6 +127,7 @@ def assemble_program(doc: dict, gm: dict, graph: Graph, name: str, where: str,
                            if isinstance(e, dict)],
         metadata=_dict(gm.get("metadata"), where, "graph_module.metadata"),
         unknown_fields={k: v for k, v in doc.items() if k not in _KNOWN_TOP},
+        range_keys=list(ranges),
     )
 
 
