@@ -81,4 +81,16 @@ def format_text(s: dict[str, Any]) -> str:
                    "when loading the archive")
         for r in risky:
             out.append(f"  ! {r['path']}: {r['why']}")
+    hidden = s.get("code_in_names") or []
+    if hidden:
+        out.append("")
+        out.append(f"code in names ({len(hidden)}): strings torch would run as code "
+                   "(audit rules code-in-names, operator-argument; check, profile and run "
+                   "refuse the errors, --trust or not)")
+        hidden = sorted(hidden, key=lambda f: f["severity"] != "error")
+        for f in hidden[:20]:
+            where = f"{f['program']}" + (f", node {f['node']}" if f.get("node") else "")
+            out.append(f"  ! {where}: {f['message']}")
+        if len(hidden) > 20:
+            out.append(f"  ... and {len(hidden) - 20} more (pt2-inspector audit FILE)")
     return "\n".join(out) + "\n"

@@ -259,8 +259,12 @@ def test_every_real_archive_passes_vetting(tmp_path_factory: pytest.TempPathFact
 
     archives, _ = session_corpus(tmp_path_factory)
     assert len(archives) > 60
+    from inspector.core.archive import open_archive
+    from inspector.core.audit import CODE_IN_NAMES, OPERATOR_ARGUMENT, audit_archive
+
     refused = {}
     operators: set[str] = set()
+    flagged = {}
     for path in [TOY, small_archive] + [a.path for a in archives]:
         try:
             vetted = vetting.vet(path)
@@ -268,6 +272,11 @@ def test_every_real_archive_passes_vetting(tmp_path_factory: pytest.TempPathFact
             refused[path.name] = str(exc)
             vetted = vetting.vet(path, trust=True)
         operators |= set(vetted.operators)
+        with open_archive(path) as archive:  # and the audit agrees: nothing to name
+            found = audit_archive(archive, rules=[CODE_IN_NAMES, OPERATOR_ARGUMENT])
+        if found:
+            flagged[path.name] = [(f.group, f.message[:200]) for f in found[:3]]
+    assert not flagged, flagged
     assert set(refused) == {"ops__custom_ops.pt2", "ops__custom_ops__noname.pt2",
                             "decomp__custom_ops.pt2"}, refused
     assert all("torch.ops.fidelity.twice.default" in why for why in refused.values())
@@ -407,3 +416,63 @@ def test_retarget_never_imports_torch_and_its_output_is_still_refused(
     assert not bad, "\n".join(map(str, bad))
     print(f"\nretarget: {wrote} of {len(outputs)} variants rewritten, the rest refused")
     assert wrote >= len(outputs) // 2, wrote  # most variants are rewritten, not refused
+
+
+# --- info/audit name what the loader refuses -----------------------------------------------
+
+# The audit's group for each field (the rule: operator-argument for the first two).
+AUDIT_GROUPS = {**{f: f for f in FIELDS}, "operator arguments": "operator argument",
+                "source_fn_stack": "metadata source_fn_stack",
+                "stack trace": "metadata stack_trace", "custom metadata": "metadata custom",
+                "module stack key": "metadata nn_module_stack"}
+
+
+def _full_programs(path: Path) -> dict:
+    """The archive's programs parsed the full way (nodes in plain lists, every node
+    walked by the rule), to compare with the lean parse (nodes the screens find)."""
+    from inspector.core.program import parse_program
+
+    with zipfile.ZipFile(path) as z:
+        return {Path(n).stem: parse_program(orjson.loads(z.read(n)), Path(n).stem)
+                for n in z.namelist() if "/models/" in n and n.endswith(".json")}
+
+
+def test_audit_names_every_variant_and_agrees_with_the_loader(
+        tmp_path_factory: pytest.TempPathFactory, small_archive: Path) -> None:
+    """Every variant of the generator, on every base, gets a `code-in-names` or
+    `operator-argument` finding naming its field (a warning for the metadata fields,
+    which the loader neutralizes; an error for the rest, which it refuses), from the
+    lean parse (only the nodes vetting's screens point at are made) and the same from
+    the full parse (every node walked); `audit` and `info` show it."""
+    from inspector.core.archive import open_archive
+    from inspector.core.audit import CODE_IN_NAMES, ERROR, OPERATOR_ARGUMENT, WARNING, \
+        audit_archive, audit_program
+
+    out = tmp_path_factory.mktemp("audited")
+    rules = [CODE_IN_NAMES, OPERATOR_ARGUMENT]
+    missing, made, checked = [], [], 0
+    for label, path, program in _bases(tmp_path_factory, small_archive):
+        for v in variants(path, label, out, program=program):
+            with open_archive(v.path) as archive:
+                found = audit_archive(archive, rules=rules, programs=[v.program])
+                nodes = archive.program(v.program).graph.nodes
+                if hasattr(nodes, "made_count") and nodes.made_count() > 8:
+                    made.append((v.id, nodes.made_count()))
+            full = audit_program(_full_programs(v.path)[v.program], rules=rules)
+            if [f.as_dict() for f in found] != [f.as_dict() for f in full]:
+                missing.append((v.id, "lean and full audits differ", found, full))
+            want_rule = OPERATOR_ARGUMENT if AUDIT_GROUPS[v.field] == "operator argument" \
+                else CODE_IN_NAMES
+            severity = WARNING if v.field in NEUTRALIZED else ERROR
+            if not any(f.rule == want_rule and f.group == AUDIT_GROUPS[v.field]
+                       and f.severity == severity for f in found):
+                missing.append((v.id, [(f.rule, f.group, f.severity) for f in found]))
+            checked += 1
+    assert not missing, "\n".join(map(str, missing))
+    assert not made, made  # the screens made a handful of nodes at most
+    assert checked > 90
+    # the CLI shows it: audit's report, info's summary
+    (v,) = variants(TOY, "toy", out / "cli", program="decoder", fields=["keyword name"])
+    proc = cli("audit", str(v.path), "--rule", "code-in-names")
+    assert "keyword name" in proc.stdout and "wrap_injected" in proc.stdout, proc.stdout[-2000:]
+    assert "code-in-names" in cli("info", str(v.path)).stdout
