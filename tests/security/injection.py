@@ -553,6 +553,7 @@ COMMAND_ARGS = {
     "check": ["--device", "cpu"],
     "profile": ["--device", "cpu"],
     "run": ["--device", "cpu", "--max-tokens", "2", "--repeats", "1", "--warmup", "0"],
+    "numerics": ["--device", "cpu", "--precision", "bf16"],
 }
 
 

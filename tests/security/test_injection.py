@@ -7,7 +7,7 @@ with keyword inputs) with one field rewritten by tests/security/injection.py, fo
 every string field torch resolves or pastes into the code FX generates. Plain torch
 is the judge of liveness: in a child process, `load_pt2` + FX's Interpreter (how
 check/profile run a graph) + `module()` and a call with the archive's sample inputs;
-the marker file says whether the code ran. Ours: `check`, `profile`, `run` exit 2
+the marker file says whether the code ran. Ours: `check`, `profile`, `run`, `numerics` exit 2
 with exactly one `error:` line naming the program and the field, and no marker,
 with `--trust` too. The fields that reach code only with FX_GRAPH_SHOW_META=1 (node
 metadata) are dead under ours because the job child drops that variable: there the
