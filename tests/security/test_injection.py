@@ -291,7 +291,7 @@ def test_check_and_profile_run_the_real_toy(tmp_path: Path) -> None:
     for command in ("check", "profile"):
         proc = cli(command, str(TOY), "--device", "cpu", "--json")
         assert proc.returncode == 0, proc.stderr[-2000:]
-        assert not error_lines(proc)
+        assert not error_lines(proc.stderr)
 
 
 # --- limits before torch ------------------------------------------------------------
@@ -343,8 +343,8 @@ def test_node_limit_refuses_before_torch(tmp_path: Path) -> None:
     assert "ArchiveError" in probe.stdout and "over the limit of 100,000" in probe.stdout
     assert probe.stdout.strip().endswith("no torch"), probe.stdout
     proc = cli("check", str(path), "--device", "cpu")
-    assert proc.returncode == 2 and len(error_lines(proc)) == 1, proc.stderr[-2000:]
-    assert "PT2I_MAX_NODES" in error_lines(proc)[0]
+    assert proc.returncode == 2 and len(error_lines(proc.stderr)) == 1, proc.stderr[-2000:]
+    assert "PT2I_MAX_NODES" in error_lines(proc.stderr)[0]
 
 
 def test_node_limit_counts_nodes_not_text(tmp_path: Path) -> None:
@@ -376,8 +376,8 @@ def test_weight_deflate_bomb_is_refused_before_torch(tmp_path: Path) -> None:
     assert "zip bomb" in probe.stdout and probe.stdout.strip().endswith("no torch"), probe.stdout
     for command in ("check", "profile"):
         proc = cli(command, str(path), "--device", "cpu")
-        assert proc.returncode == 2 and len(error_lines(proc)) == 1, proc.stderr[-2000:]
-        assert "zip bomb" in error_lines(proc)[0]
+        assert proc.returncode == 2 and len(error_lines(proc.stderr)) == 1, proc.stderr[-2000:]
+        assert "zip bomb" in error_lines(proc.stderr)[0]
 
 
 # --- retarget ----------------------------------------------------------------------------
