@@ -785,8 +785,9 @@ def _code_in_names(ctx: _Context, wanted: set[str] | frozenset[str] | Sequence[s
             return
         seen.add(key)
         if severity == ERROR:
-            message = (f"{field} {problem}: torch would run it as code when it loads or runs "
-                       "the program")
+            message = f"{field} {problem}" + (
+                "" if "torch would" in problem
+                else ": torch would run it as code when it loads or runs the program")
             fix = _REFUSED_FIX
         else:
             message = f"{field} {problem}"
