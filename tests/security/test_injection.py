@@ -476,3 +476,51 @@ def test_audit_names_every_variant_and_agrees_with_the_loader(
     proc = cli("audit", str(v.path), "--rule", "code-in-names")
     assert "keyword name" in proc.stdout and "wrap_injected" in proc.stdout, proc.stdout[-2000:]
     assert "code-in-names" in cli("info", str(v.path)).stdout
+
+
+# --- the job child itself, as the window's buttons start it ----------------------------
+
+def _job_child(job: str, argv: list[str]) -> tuple[int, list[dict], str]:
+    proc = subprocess.run([sys.executable, "-m", "inspector.jobs", job, *argv],
+                          capture_output=True, text=True, env=child_env(), timeout=600)
+    events = [orjson.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    return proc.returncode, events, proc.stderr
+
+
+@pytest.mark.slow
+def test_the_job_child_refuses_every_toy_variant(tmp_path: Path) -> None:
+    """The window's Check and Profile buttons start `python -m inspector.jobs check|profile`
+    with no CLI in front (the CLI vets in its own process first): that child refuses every
+    variant of the toy by itself (an error event naming the program and the field,
+    exit 1, no marker, before torch is imported). tests/security/test_injection_buttons.py
+    drives the buttons on the issue's two routes; this covers every field."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from inspector.jobs.graph_spec import GraphRunSpec
+
+    calls = []
+    for v in variants(TOY, "toy", tmp_path, program="decoder"):
+        if v.field in NEUTRALIZED:
+            continue  # reach code only with FX_GRAPH_SHOW_META=1: the child drops it
+        spec = GraphRunSpec(file=str(v.path), device="cpu")
+        calls += [(v, "check", spec.to_argv()), (v, "profile", spec.to_argv(profile=True))]
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda c: _job_child(c[1], c[2]), calls))
+    bad = []
+    for (v, job, _), (rc, events, stderr) in zip(calls, results):
+        errors = [e for e in events if e.get("event") == "error"]
+        if v.marker.exists():
+            bad.append((v.id, job, "the marker was written"))
+        elif rc != 1 or len(errors) != 1:
+            bad.append((v.id, job, rc, stderr[-400:]))
+        elif (f"program '{v.program}'" not in errors[0]["message"]
+              or FIELD_WORDS[v.field] not in errors[0]["message"]):
+            bad.append((v.id, job, "the error does not name the program and field",
+                        errors[0]["message"][:300]))
+        elif "Traceback" in errors[0].get("details", ""):
+            bad.append((v.id, job, "a traceback in the details"))
+        elif any(e.get("event") == "progress" and e.get("stage") == "import torch"
+                 for e in events):
+            bad.append((v.id, job, "refused only after torch was imported"))
+    assert not bad, "\n".join(map(str, bad))
+    assert len(calls) >= 30
