@@ -22,8 +22,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from inspector.core.audit import code_in_names  # the audit only when info runs
+
     with open_archive(args.file) as archive:
         summary = archive_summary(archive)
+        summary["code_in_names"] = code_in_names(archive)
     if args.json:
         write_json(summary)
     else:

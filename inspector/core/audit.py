@@ -874,3 +874,9 @@ def _code_in_names(ctx: _Context, wanted: set[str] | frozenset[str] | Sequence[s
                 problem = v.pytree_problem(sig.get(key))
                 if problem:
                     add("pytree type", problem)
+
+
+def code_in_names(archive: Archive) -> list[dict[str, Any]]:
+    """The code-in-names and operator-argument findings (what check, profile and run
+    refuse, by the loader's own checks: core/vetting.py), for `info`'s summary."""
+    return [f.as_dict() for f in audit_archive(archive, rules=[CODE_IN_NAMES, OPERATOR_ARGUMENT])]

@@ -82,13 +82,4 @@ def archive_summary(archive: Archive) -> dict[str, Any]:
         "programs": [program_summary(p) for p in archive.programs()],
         "compiled_models": [compiled_model_summary(archive, m) for m in compiled_models(archive)],
         "records": [r.as_dict() for r in archive.records],
-        "code_in_names": code_in_names(archive),
     }
-
-
-def code_in_names(archive: Archive) -> list[dict[str, Any]]:
-    """The audit's code-in-names and operator-argument findings (what check, profile
-    and run refuse, by the loader's own checks: core/vetting.py), for `info`."""
-    from inspector.core.audit import CODE_IN_NAMES, OPERATOR_ARGUMENT, audit_archive
-
-    return [f.as_dict() for f in audit_archive(archive, rules=[CODE_IN_NAMES, OPERATOR_ARGUMENT])]

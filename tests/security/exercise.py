@@ -19,6 +19,7 @@ from inspector.core.audit import audit_archive
 from inspector.core.first_screen import first_screen_lines
 from inspector.core.listing import render_listing
 from inspector.core.search import SearchIndex
+from inspector.core.audit import code_in_names
 from inspector.core.summary import archive_summary
 
 # One query per field and free text: every field map is built from file data.
@@ -30,6 +31,7 @@ def exercise(path: Path) -> Archive:
     """Returns the (closed) archive for further checks of its records."""
     with open_archive(path) as archive:
         summary = archive_summary(archive)
+        summary["code_in_names"] = code_in_names(archive)
         orjson.dumps(summary)
         format_text(summary)
         for name in archive.program_names:
