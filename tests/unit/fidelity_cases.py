@@ -218,7 +218,10 @@ def _register_as_the_build_did() -> None:
     """What exporting the corpus registers in its process, registered in this one
     too, so torch loads a cached corpus here as it would in the process that built
     it: the custom ops of fidelity_models (torch resolves `fidelity::...` targets)
-    and ExportDB's examples (some register ops when imported)."""
+    ExportDB's examples (some register ops when imported), and HuggingFace's output
+    types (defining them registers them with torch's pytree: the hf/ archives'
+    signatures name them, and torch cannot load those archives without)."""
+    import transformers.modeling_outputs  # noqa: F401
     from torch._export.db.examples import all_examples
 
     from fidelity_models import _custom_ops
