@@ -109,7 +109,9 @@ class MemoryPanel(QWidget):
         self.summary.setMinimumWidth(60)
         self.chart = pg.PlotWidget()
         self.chart.setObjectName("memoryChart")
-        self.chart.setMinimumHeight(56)  # the bottom dock starts ~150 px high at 1024x700
+        # the bottom dock starts ~150 px high at 1024x700; under ~90 px the axis labels
+        # overlap (0.2 .. 0.8 in 30 px), so the dock grows that much instead
+        self.chart.setMinimumHeight(90)
         plot = self.chart.getPlotItem()
         plot.setLabel("left", "live MiB")
         plot.setLabel("bottom", "node (program order)")
