@@ -72,6 +72,11 @@ def collect_manually(on: bool) -> None:
             _was_enabled = True  # the outermost pause turns it back on
 
 
+def collecting_manually() -> bool:
+    """Whether collection belongs to one thread's timer (collect_manually(True))."""
+    return _manual
+
+
 def release_frozen() -> None:
     """After closing a tab: let the collector see (and free) what was frozen."""
     gc.unfreeze()

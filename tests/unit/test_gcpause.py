@@ -5,23 +5,31 @@ from __future__ import annotations
 
 import gc
 
-from inspector.core.gcpause import gc_paused, release_frozen
+import pytest
+
+from inspector.core.gcpause import collect_manually, collecting_manually, gc_paused, release_frozen
+
+
+@pytest.fixture(autouse=True)
+def python_collects():
+    """Each test starts with collection Python's own (an xdist worker that ran the
+    window's tests before has handed it to the GUI thread: ui/gui_gc.py), and leaves
+    it as it found it."""
+    manual, enabled = collecting_manually(), gc.isenabled()
+    collect_manually(False)
+    yield
+    collect_manually(manual)
+    if not manual and not enabled:
+        gc.disable()
 
 
 def test_nested_pauses_restore_the_collector():
-    # from an enabled collector, whatever a test before this one in the same worker
-    # left (the window's tests hand collection to the GUI thread: ui/gui_gc.py)
-    was = gc.isenabled()
-    gc.enable()
-    try:
-        with gc_paused():
-            with gc_paused(freeze=True):
-                assert not gc.isenabled()
-            assert not gc.isenabled()  # the outer pause still holds
-        assert gc.isenabled()
-    finally:
-        if not was:
-            gc.disable()
+    assert gc.isenabled()
+    with gc_paused():
+        with gc_paused(freeze=True):
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the outer pause still holds
+    assert gc.isenabled()
 
 
 def test_a_disabled_collector_stays_disabled():
