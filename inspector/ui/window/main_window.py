@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QFrame,
     QLabel,
     QMainWindow,
+    QMenu,
     QMessageBox,
     QProgressBar,
     QScrollArea,
@@ -45,7 +46,7 @@ from inspector.ui.window.archive_tab import ArchiveTab
 from inspector.ui.window.first_screen_tab import FirstScreenTab
 from inspector.ui.window.docks import DockedPanels, install_home_panels, install_panels
 from inspector.ui.window.modes import LISTING, Modes
-from inspector.ui.window.tabs import Tab
+from inspector.ui.window.tabs import as_tab, tabs_of
 from inspector.ui.window.welcome import WelcomePage
 from inspector.ui.workspace import Document, FirstScreen, Workspace
 
@@ -86,6 +87,7 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.resize(1400, 880)
         self.last_error: QMessageBox | None = None
+        self.view_menu: QMenu | None = None  # made by actions.build_menus, after the panels
         self.selection = ws.selection
         self._status_says_highlight = False  # the status bar shows the highlight's label
         self._panels: list[QDockWidget] = []
@@ -203,7 +205,7 @@ class MainWindow(QMainWindow):
             self.tabifyDockWidget(self.dock_modules, dock)
             self.dock_modules.raise_()
         self._panels.append(dock)
-        if hasattr(self, "view_menu"):
+        if self.view_menu is not None:  # a panel added after the menus were built
             self.view_menu.insertAction(self._docks_end, dock.toggleViewAction())
         return dock
 
@@ -211,7 +213,7 @@ class MainWindow(QMainWindow):
         """A dashboard panel as a mode of the window (registry area "central"): the
         whole central area, the listing's docks put away while it is shown."""
         action = self.modes.add(key, title, widget, tip)
-        if hasattr(self, "view_menu"):
+        if self.view_menu is not None:
             self.view_menu.insertAction(self._modes_end, action)
 
     def set_mode(self, key: str) -> None:
@@ -376,8 +378,8 @@ class MainWindow(QMainWindow):
         # first: the details pane holds the node and a closure over the closed view
         self.details.show_message("No node selected.")
         self.tabs.removeTab(index)
-        if isinstance(tab, Tab):
-            tab.shutdown()  # its own worker first (a compare tab's)
+        if (answering := as_tab(tab)) is not None:
+            answering.shutdown()  # its own worker first (a compare tab's)
         if isinstance(tab, ArchiveTab):
             self.workspace.close(tab.doc)  # its tasks first, then its archive; the selection forgets it
         elif isinstance(tab, FirstScreenTab):  # still read: no document is made of it
@@ -499,8 +501,8 @@ class MainWindow(QMainWindow):
     def _tab_changed(self, _index: int) -> None:
         tab = self.current_tab()
         self.workspace.set_current(tab.doc if tab is not None else None)
-        shown = self.tabs.currentWidget()
-        if isinstance(shown, Tab):
+        shown = as_tab(self.tabs.currentWidget())
+        if shown is not None:
             shown.publish()  # its cursor is the selection now (a compare tab's too)
         if tab is not None:
             self._program_shown(tab)
@@ -579,10 +581,8 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ look
     def apply_theme(self) -> None:
         theme = current_theme()
-        for i in range(self.tabs.count()):
-            tab = self.tabs.widget(i)
-            if isinstance(tab, Tab):
-                tab.set_theme(theme)
+        for tab in tabs_of(self.tabs):
+            tab.set_theme(theme)
         self.details.set_theme(theme)
         self.source.set_theme(theme)
 
@@ -670,10 +670,8 @@ class MainWindow(QMainWindow):
             s.setValue(keys.WINDOW_STATE, self.saveState())
             s.setValue(keys.WINDOW_STATE_SIZE, self.size())
             s.sync()
-        for i in range(self.tabs.count()):
-            tab = self.tabs.widget(i)
-            if isinstance(tab, Tab):
-                tab.shutdown()  # a compare tab's worker
+        for tab in tabs_of(self.tabs):
+            tab.shutdown()  # a compare tab's worker
         self.workspace.shutdown(5000)  # never leave a parsing thread behind
         super().closeEvent(event)
 

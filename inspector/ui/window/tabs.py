@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from PySide6.QtWidgets import QTabWidget, QWidget
+
 from inspector.ui.widgets.theme import Theme
 
 
@@ -27,3 +29,13 @@ class Tab(Protocol):
 
     def publish(self) -> None:
         """It is the current tab now: tell the selection model where its cursor is."""
+
+
+def as_tab(widget: QWidget | None) -> Tab | None:
+    """The tab `widget` is (a page of the window's QTabWidget), or None."""
+    return widget if isinstance(widget, Tab) else None
+
+
+def tabs_of(tabs: QTabWidget) -> list[Tab]:
+    """Every page of `tabs` that answers the protocol, in tab order."""
+    return [t for i in range(tabs.count()) if (t := as_tab(tabs.widget(i))) is not None]
