@@ -3,12 +3,14 @@
 The window calls `install_panels(window, workspace)` once, at construction. Nothing
 heavy happens here: no child process starts until a panel is used (the device list is
 asked for the first time a panel offering devices is shown), and the audit runs when an
-archive opens. When the window closes, every panel's child process and task is stopped.
+archive opens. A lazy panel (PanelSpec.lazy) is not even built: its dock holds an empty
+placeholder until the dock first shows or the panel is asked for by key. When the window closes, every panel's child process and task is stopped.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt
@@ -32,22 +34,42 @@ AREAS = {
 
 
 class DockedPanels:
-    """The window's panels by key (`panels.audit`, `panels["run"]`) and their docks."""
+    """The window's panels by key (`panels.audit`, `panels["run"]`) and their docks.
+    Asking for a lazy panel that is not built yet builds it."""
 
     def __init__(self, devices: DeviceSource) -> None:
         self.devices = devices
-        self.panels: dict[str, QWidget] = {}
+        self.panels: dict[str, QWidget] = {}  # the panels built so far
         self.docks: dict[str, QDockWidget] = {}  # panels of the areas around the listing
         self.pages: dict[str, QWidget] = {}  # "central" panels: modes of the window
+        self._unbuilt: dict[str, Callable[[], QWidget | None]] = {}  # lazy key -> builder
 
     def __getattr__(self, key: str) -> Any:
-        panels = self.__dict__.get("panels", {})
-        if key in panels:
-            return panels[key]
-        raise AttributeError(key)
+        if key.startswith("_"):
+            raise AttributeError(key)
+        try:
+            return self[key]
+        except KeyError:
+            raise AttributeError(key) from None
 
     def __getitem__(self, key: str) -> QWidget:
+        self.build_pending(key)
         return self.panels[key]
+
+    def build_pending(self, key: str) -> None:
+        """Build lazy panel `key` if it is not built yet (a failed build is logged and
+        not tried again: its dock stays empty)."""
+        build = self.__dict__.get("_unbuilt", {}).pop(key, None)
+        if build is not None:
+            panel = build()
+            if panel is not None:
+                self.panels[key] = panel
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.panels or key in self._unbuilt
+
+    def is_built(self, key: str) -> bool:
+        return key in self.panels
 
     def shutdown(self) -> None:
         """Stop every child and task (idempotent)."""
@@ -93,10 +115,11 @@ def install_panels(window: MainWindow, workspace: Workspace) -> DockedPanels:
     docked = DockedPanels(devices)
     services = PanelServices(devices)
     for spec in registry.PANELS:  # read now: a panel registered before the window counts
-        try:
-            panel = spec.factory(workspace, services)
-        except Exception:  # a broken panel must not take the window down
-            log.exception("building panel %s failed", spec.key)
+        if spec.lazy and spec.area != "central":
+            _dock_unbuilt(window, workspace, services, docked, spec)
+            continue
+        panel = _build(spec, workspace, services)
+        if panel is None:
             continue
         docked.panels[spec.key] = panel
         if spec.area == "central":  # a dashboard: a mode of the window, not a dock
@@ -111,3 +134,40 @@ def install_panels(window: MainWindow, workspace: Workspace) -> DockedPanels:
     if app is not None:
         app.aboutToQuit.connect(docked.shutdown)
     return docked
+
+
+def _build(spec: registry.PanelSpec, workspace: Workspace, services: PanelServices
+           ) -> QWidget | None:
+    try:
+        return spec.factory(workspace, services)
+    except Exception:  # a broken panel must not take the window down
+        log.exception("building panel %s failed", spec.key)
+        return None
+
+
+def _dock_unbuilt(window: MainWindow, workspace: Workspace, services: PanelServices,
+                  docked: DockedPanels, spec: registry.PanelSpec) -> None:
+    """A dock (title, View menu entry, saved layout, tab) for a lazy panel, holding an
+    empty placeholder; the panel is built in its place when the dock first shows or
+    docked[key] asks for it, whichever comes first."""
+    placeholder = QWidget()
+    placeholder.setObjectName(f"unbuilt{spec.title.replace(' ', '')}")
+    area = AREAS[spec.area]
+    dock = window.add_panel(spec.title, placeholder, area)
+    docked.docks[spec.key] = dock
+
+    def build() -> QWidget | None:
+        dock.visibilityChanged.disconnect(on_visible)
+        panel = _build(spec, workspace, services)
+        if panel is not None:
+            scroll = dock.widget()
+            scroll.setWidget(panel)  # the placeholder goes with Qt's ownership rules
+            window.fit_dock(dock, panel, area)
+        return panel
+
+    def on_visible(visible: bool) -> None:
+        if visible:
+            docked.build_pending(spec.key)
+
+    docked._unbuilt[spec.key] = build
+    dock.visibilityChanged.connect(on_visible)

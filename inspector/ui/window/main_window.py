@@ -188,13 +188,7 @@ class MainWindow(QMainWindow):
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         scroll.setWidget(widget)
         dock = self._dock(title, scroll, area)
-        # A side dock never gets narrower than its panel's reflowed minimum (which
-        # would crop it on the right); the listing keeps LISTING_MIN_WIDTH.
-        hint = widget.minimumSizeHint()
-        if area in (Qt.DockWidgetArea.RightDockWidgetArea, Qt.DockWidgetArea.LeftDockWidgetArea):
-            dock.setMinimumWidth(max(220, min(hint.width() + 16, RIGHT_MIN)))
-        else:
-            dock.setMinimumHeight(max(90, min(hint.height() + 16, BOTTOM_MIN)))
+        self.fit_dock(dock, widget, area)
         if area == Qt.DockWidgetArea.RightDockWidgetArea:
             self.tabifyDockWidget(self.dock_details, dock)
             self.dock_details.raise_()
@@ -208,6 +202,16 @@ class MainWindow(QMainWindow):
         if self.view_menu is not None:  # a panel added after the menus were built
             self.view_menu.insertAction(self._docks_end, dock.toggleViewAction())
         return dock
+
+    def fit_dock(self, dock: QDockWidget, widget: QWidget, area: Qt.DockWidgetArea) -> None:
+        """A side dock never gets narrower than its panel's reflowed minimum (which
+        would crop it on the right); the listing keeps LISTING_MIN_WIDTH. Again when
+        a panel built on first show (PanelSpec.lazy) takes its placeholder's place."""
+        hint = widget.minimumSizeHint()
+        if area in (Qt.DockWidgetArea.RightDockWidgetArea, Qt.DockWidgetArea.LeftDockWidgetArea):
+            dock.setMinimumWidth(max(220, min(hint.width() + 16, RIGHT_MIN)))
+        else:
+            dock.setMinimumHeight(max(90, min(hint.height() + 16, BOTTOM_MIN)))
 
     def add_page(self, key: str, title: str, widget: QWidget, tip: str = "") -> None:
         """A dashboard panel as a mode of the window (registry area "central"): the

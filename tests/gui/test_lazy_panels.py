@@ -1,0 +1,78 @@
+"""Lazy panels (PanelSpec.lazy, issue 33's startup): built when their dock first shows
+or when asked for by key, never at launch; built late, a panel starts from the
+workspace as it is (the archive already open), and is built once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PySide6.QtWidgets import QApplication, QLabel
+
+from inspector.ui.panels import registry
+from inspector.ui.window.main_window import MainWindow
+from inspector.ui.workspace import Workspace
+
+DEMO = Path(__file__).resolve().parents[2] / "resources" / "demo" / "toy-tiny.pt2"
+
+
+def _settle() -> None:
+    for _ in range(5):
+        QApplication.processEvents()
+
+
+def test_a_lazy_panel_is_built_on_first_show_from_the_workspace_as_it_is(qtbot, monkeypatch):
+    built: list[str | None] = []
+
+    class Probe(QLabel):
+        def __init__(self, ws: Workspace) -> None:
+            super().__init__("probe")
+            built.append(ws.current_path())
+
+    monkeypatch.setattr(registry, "PANELS", [*registry.PANELS, registry.PanelSpec(
+        "probe", "Probe", lambda ws, services: Probe(ws), "bottom", lazy=True)])
+    w = MainWindow(remember=False)
+    qtbot.addWidget(w)
+    try:
+        w.resize(1400, 900)
+        w.show()
+        _settle()
+        assert built == []  # not at launch
+        assert not w.job_panels.is_built("probe") and "probe" in w.job_panels
+        assert "Probe" in [a.text() for a in w.view_menu.actions()]  # its dock is there
+        with qtbot.waitSignal(w.loadsFinished, timeout=60000):
+            w.open_archive(DEMO)
+        assert built == []
+        dock = w.job_panels.docks["probe"]
+        dock.show()
+        dock.raise_()  # the user clicks its tab
+        qtbot.waitUntil(lambda: built != [], timeout=5000)
+        assert built == [str(DEMO)] or Path(built[0]).resolve() == DEMO.resolve()
+        probe = w.job_panels["probe"]
+        assert isinstance(probe, Probe) and dock.widget().widget() is probe
+        assert w.show_panel("probe") is probe
+        assert len(built) == 1  # once
+    finally:
+        w.close()
+
+
+def test_the_heavy_panels_wait_for_their_tab(qtbot):
+    lazy = [spec.key for spec in registry.PANELS if spec.lazy]
+    assert {"export", "weights", "graph"} <= set(lazy)
+    w = MainWindow(remember=False)
+    qtbot.addWidget(w)
+    try:
+        w.resize(1400, 900)
+        w.show()
+        _settle()
+        assert [k for k in lazy if w.job_panels.is_built(k)] == []
+        for key in lazy:
+            dock = w.job_panels.docks[key]
+            dock.show()
+            dock.raise_()
+            qtbot.waitUntil(lambda k=key: w.job_panels.is_built(k), timeout=5000)
+            panel = w.job_panels[key]
+            assert dock.widget().widget() is panel
+            assert dock.minimumWidth() >= 220 or dock.minimumHeight() >= 90
+    finally:
+        w.close()
