@@ -66,6 +66,8 @@ def test_the_heavy_panels_wait_for_their_tab(qtbot):
         w.show()
         _settle()
         assert [k for k in lazy if w.job_panels.is_built(k)] == []
+        with qtbot.waitSignal(w.loadsFinished, timeout=60000):
+            w.open_archive(DEMO)  # before any of them is built
         for key in lazy:
             dock = w.job_panels.docks[key]
             dock.show()
@@ -74,5 +76,10 @@ def test_the_heavy_panels_wait_for_their_tab(qtbot):
             panel = w.job_panels[key]
             assert dock.widget().widget() is panel
             assert dock.minimumWidth() >= 220 or dock.minimumHeight() >= 90
+        # built after the archive opened, they show it (the Weights panel its weights)
+        model = w.job_panels["weights"].model
+        qtbot.waitUntil(lambda: model.rowCount() > 0, timeout=30000)
+        for key in ("profile", "numerics"):
+            assert DEMO.name in w.job_panels[key].archive_label.text()
     finally:
         w.close()

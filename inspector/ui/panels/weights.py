@@ -87,6 +87,7 @@ class WeightsPanel(QWidget):
         ws.currentChanged.connect(lambda doc: self._follow(doc))
         ws.programLoaded.connect(self._program_loaded)
         ws.documentClosed.connect(self._closed)
+        self._follow(ws.current)  # built late (a lazy panel): the archive already open
 
     # -- layout --
     def _build(self) -> None:
