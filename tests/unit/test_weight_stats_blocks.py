@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import torch
 
-from inspector.core.weight_stats import StatsCancelled, compute_stats, histogram, stats_steps
-from inspector.core.weights import WeightInfo
+from inspector.core.weight_stats import StatsCancelled, compute_stats, histogram, stats_steps, weight_row
+from inspector.core.weights import WeightError, WeightInfo
 
 F32, F64, I32, I64, BOOL, C64, C128 = 7, 8, 4, 5, 12, 10, 11
 
@@ -287,3 +287,51 @@ def test_histogram_arguments_and_cancel() -> None:
     h = histogram(reader, weight(F32, 4), 2, stats=stats_of([np.array([1.0, 2.0], np.float32)], F32))
     assert h.counts.tolist() == np.histogram(np.arange(4), 2, range=(1, 2))[0].tolist()
     assert h.edges.tolist() == [1.0, 1.5, 2.0]
+
+
+def test_one_true_and_nans_in_several_complex_blocks() -> None:
+    x = np.array([False, True, False])
+    s = stats_of([x[:2], x[2:]], BOOL)
+    assert (s.min, s.max, s.zeros) == (False, True, 2)
+    assert s.std == pytest.approx(float(torch.from_numpy(x).double().std()))
+    z = np.array([complex(np.nan, 0), 1j, complex(0, np.inf)], np.complex64)
+    s = stats_of([z, z.copy()], C64)
+    assert (s.nan, s.inf, s.zeros) == (2, 2, 0)
+
+
+# --- the weights table row ------------------------------------------------------------
+
+class RowReader(BlockReader):
+    def __init__(self, blocks: list[np.ndarray], record: int, error: str | None = None) -> None:
+        super().__init__(blocks)
+        self.record, self.error = record, error
+
+    def blocks(self, weight: WeightInfo, max_elements: int = 0) -> Any:
+        if self.error:
+            raise WeightError(self.error)
+        return super().blocks(weight, max_elements)
+
+    def record_bytes(self, weight: WeightInfo) -> int:
+        return self.record
+
+
+def test_weight_row() -> None:
+    x = np.array([1.0, -2.0, 0.0, np.nan], np.float32)
+    w = WeightInfo("p", "w", "buffer", "data/w", F32, (2, 2), (2, 1), 0)
+    row = weight_row(RowReader([x], record=16), w)
+    r = ref(x)
+    assert row == {"name": "w", "kind": "buffer", "dtype": "float32", "shape": [2, 2], "bytes": 16,
+                   "stats": {"min": r["min"], "max": r["max"], "mean": pytest.approx(r["mean"]),
+                             "std": pytest.approx(r["std"]), "nan": 1, "inf": 0, "zeros": 1},
+                   "note": None}
+    row = weight_row(RowReader([np.zeros(4, np.float32)], record=0), w)
+    assert row["note"] == "empty record: torch.export.load fills it with zeros"
+    assert row["stats"]["zeros"] == 4
+    empty = WeightInfo("p", "e", "parameter", "data/e", F32, (0,), (1,), 0)
+    assert weight_row(RowReader([], record=0), empty)["note"] is None
+    row = weight_row(RowReader([], record=16, error="offset past end"), w)
+    assert (row["stats"], row["note"]) == (None, "error: offset past end")
+    pickled = WeightInfo("p", "q", "constant", None, None, (), (), 0, note="pickled, not a tensor")
+    row = weight_row(RowReader([], record=0, error="never read"), pickled)
+    assert row == {"name": "q", "kind": "constant", "dtype": None, "shape": [], "bytes": None,
+                   "stats": None, "note": "pickled, not a tensor"}
