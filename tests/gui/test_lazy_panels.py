@@ -21,6 +21,15 @@ def _settle() -> None:
         QApplication.processEvents()
 
 
+def _shown_window(qtbot) -> MainWindow:
+    w = MainWindow(remember=False)
+    qtbot.addWidget(w)
+    w.resize(1400, 900)
+    w.show()
+    _settle()
+    return w
+
+
 def test_a_lazy_panel_is_built_on_first_show_from_the_workspace_as_it_is(qtbot, monkeypatch):
     built: list[str | None] = []
 
@@ -31,12 +40,8 @@ def test_a_lazy_panel_is_built_on_first_show_from_the_workspace_as_it_is(qtbot, 
 
     monkeypatch.setattr(registry, "PANELS", [*registry.PANELS, registry.PanelSpec(
         "probe", "Probe", lambda ws, services: Probe(ws), "bottom", lazy=True)])
-    w = MainWindow(remember=False)
-    qtbot.addWidget(w)
+    w = _shown_window(qtbot)
     try:
-        w.resize(1400, 900)
-        w.show()
-        _settle()
         assert built == []  # not at launch
         assert not w.job_panels.is_built("probe") and "probe" in w.job_panels
         assert "Probe" in [a.text() for a in w.view_menu.actions()]  # its dock is there
@@ -59,12 +64,8 @@ def test_a_lazy_panel_is_built_on_first_show_from_the_workspace_as_it_is(qtbot, 
 def test_the_heavy_panels_wait_for_their_tab(qtbot):
     lazy = [spec.key for spec in registry.PANELS if spec.lazy]
     assert {"export", "weights", "graph"} <= set(lazy)
-    w = MainWindow(remember=False)
-    qtbot.addWidget(w)
+    w = _shown_window(qtbot)
     try:
-        w.resize(1400, 900)
-        w.show()
-        _settle()
         assert [k for k in lazy if w.job_panels.is_built(k)] == []
         with qtbot.waitSignal(w.loadsFinished, timeout=60000):
             w.open_archive(DEMO)  # before any of them is built

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from archive_factory import ArchiveFactory
 
 DEVICE_REPR = re.compile(r"device\(type='(\w+)'(?:, index=(\d+))?\)")
@@ -111,7 +112,9 @@ def toy_archive(root: Path) -> Path:
 def torch_programs(path: Path) -> dict[str, Any]:
     """Load every program of an archive with torch (tests only)."""
     import torch
-    import transformers  # noqa: F401 - registers the toy encoder's output pytree type
+    # A bare `import transformers` is lazy and registers nothing: the submodule
+    # registers the toy encoder's output pytree type that torch's load needs.
+    import transformers.modeling_outputs  # noqa: F401
     from torch.export.pt2_archive._package import load_pt2
 
     programs = load_pt2(str(path)).exported_programs
@@ -126,3 +129,33 @@ def readable(ep: Any) -> str:
     text = ep.graph_module.print_readable(print_output=False)
     return DEVICE_REPR.sub(
         lambda m: repr(m.group(1) + (f":{m.group(2)}" if m.group(2) else "")), text)
+
+
+@pytest.fixture(scope="session")
+def devices_pt2(archive_factory: ArchiveFactory) -> Path:
+    """device_model_archive in the session's folder (a fixture: import it by name)."""
+    return device_model_archive(archive_factory.root)
+
+
+@pytest.fixture(scope="session")
+def two_pt2(archive_factory: ArchiveFactory) -> Path:
+    """two_program_archive in the session's folder (a fixture: import it by name)."""
+    return two_program_archive(archive_factory.root)
+
+
+def serialized_devices(doc: object, keys: tuple[str, ...] = ("device", "as_device")
+                       ) -> list[dict]:
+    """Every serialized device under one of `keys`, anywhere in a JSON document
+    (read with json: the retarget tests' view of an archive, independent of ours)."""
+    found, stack = [], [doc]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for k, v in item.items():
+                if k in keys and isinstance(v, dict) and "type" in v:
+                    found.append(v)
+                else:
+                    stack.append(v)
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found

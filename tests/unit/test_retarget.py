@@ -9,8 +9,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from archive_factory import ArchiveFactory
-from audit_models import device_model_archive, two_program_archive
+from audit_models import devices_pt2, serialized_devices, two_pt2  # noqa: F401 (fixtures)
 
 from inspector.cli import main
 from inspector.core import audit
@@ -25,30 +24,6 @@ from inspector.core.retarget import (
 )
 
 
-@pytest.fixture(scope="session")
-def devices_pt2(archive_factory: ArchiveFactory) -> Path:
-    return device_model_archive(archive_factory.root)
-
-
-@pytest.fixture(scope="session")
-def two_pt2(archive_factory: ArchiveFactory) -> Path:
-    return two_program_archive(archive_factory.root)
-
-
-def _devices(doc: object) -> list[dict]:
-    """Every serialized device under a device key, anywhere in a JSON document."""
-    found, stack = [], [doc]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            for k, v in item.items():
-                if k in ("device", "as_device") and isinstance(v, dict) and "type" in v:
-                    found.append(v)
-                else:
-                    stack.append(v)
-        elif isinstance(item, list):
-            stack.extend(item)
-    return found
 
 
 def _data_offset(path: Path, info: zipfile.ZipInfo) -> int:
@@ -87,10 +62,10 @@ def test_rewrites_every_device_and_keeps_every_other_byte(devices_pt2: Path,
         assert _data_offset(out, b) % 64 == 0  # torch's alignment kept
         if a.filename.endswith(".json"):
             old, new = json.loads(src.read(a)), json.loads(dst.read(b))
-            if _devices(old):
+            if serialized_devices(old):
                 rewritten += 1
-                assert {d["type"] for d in _devices(new)} == {"meta"}
-                assert len(_devices(new)) == len(_devices(old))
+                assert {d["type"] for d in serialized_devices(new)} == {"meta"}
+                assert len(serialized_devices(new)) == len(serialized_devices(old))
             continue
         assert b.compress_type == a.compress_type and b.CRC == a.CRC
         assert _raw(out, b) == _raw(devices_pt2, a)  # raw bytes, not re-encoded
@@ -115,7 +90,7 @@ def test_one_program_of_two(two_pt2: Path, tmp_path: Path) -> None:
                 assert a.read(info) == b.read(info.filename)
         top = a.namelist()[0].split("/")[0]
         doc = json.loads(b.read(f"{top}/models/second.json"))
-    assert {(d["type"], d["index"]) for d in _devices(doc)} == {("cuda", 1)}
+    assert {(d["type"], d["index"]) for d in serialized_devices(doc)} == {("cuda", 1)}
 
 
 def test_deflated_archive_is_copied_with_same_contents(devices_pt2: Path, tmp_path: Path) -> None:

@@ -9,8 +9,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from archive_factory import ArchiveFactory
-from audit_models import device_model_archive, two_program_archive
+from audit_models import devices_pt2, serialized_devices, two_pt2  # noqa: F401 (fixtures)
 
 from inspector.core.retarget import (
     ProgramChange,
@@ -23,34 +22,11 @@ from inspector.core.retarget import (
 _CHUNK = 4 * 1024 * 1024  # the copy's chunk size: progress is reported per full chunk
 
 
-@pytest.fixture(scope="session")
-def devices_pt2(archive_factory: ArchiveFactory) -> Path:
-    return device_model_archive(archive_factory.root)
-
-
-@pytest.fixture(scope="session")
-def two_pt2(archive_factory: ArchiveFactory) -> Path:
-    return two_program_archive(archive_factory.root)
-
-
-def _devices(doc: object) -> list[dict]:
-    found, stack = [], [doc]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            for k, v in item.items():
-                if k in ("device", "as_device") and isinstance(v, dict) and "type" in v:
-                    found.append(v)
-                else:
-                    stack.append(v)
-        elif isinstance(item, list):
-            stack.extend(item)
-    return found
 
 
 def _json_devices(path: Path) -> dict[str, list[dict]]:
     with zipfile.ZipFile(path) as z:
-        return {n: _devices(json.loads(z.read(n))) for n in z.namelist() if n.endswith(".json")}
+        return {n: serialized_devices(json.loads(z.read(n))) for n in z.namelist() if n.endswith(".json")}
 
 
 def test_nothing_to_do_is_refused(devices_pt2: Path, tmp_path: Path) -> None:
@@ -124,28 +100,14 @@ def test_counts_split_by_where_the_device_is(devices_pt2: Path, tmp_path: Path) 
         names = z.namelist()
         prog = json.loads(z.read(next(n for n in names if "/models/" in n and n.endswith(".json"))))
         configs = [json.loads(z.read(n)) for n in names if n.endswith("_config.json")]
-    as_dev = [v for v in _walk(prog, "as_device")]
-    meta = [v for v in _walk(prog, "device")]
+    as_dev = serialized_devices(prog, ("as_device",))
+    meta = serialized_devices(prog, ("device",))
     assert change.literals == len(as_dev) and change.tensor_meta == len(meta)
-    assert change.payloads == sum(len(_devices(c)) for c in configs) == 4
+    assert change.payloads == sum(len(serialized_devices(c)) for c in configs) == 4
     assert change.from_devices == {"cpu": len(as_dev)}
     assert {(d["type"], d["index"]) for ds in _json_devices(out).values() for d in ds} == {
         ("cuda", 0)}
 
-
-def _walk(doc: object, key: str) -> list[dict]:
-    found, stack = [], [doc]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            for k, v in item.items():
-                if k == key and isinstance(v, dict) and "type" in v:
-                    found.append(v)
-                else:
-                    stack.append(v)
-        elif isinstance(item, list):
-            stack.extend(item)
-    return found
 
 
 def test_rewrite_devices_counts_and_leaves_non_devices() -> None:
