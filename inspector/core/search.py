@@ -32,11 +32,14 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from inspector.core.frames import parse_line_number, parse_module_stack, parse_stack_trace
-from inspector.core.line_scan import Groups, LineText
 from inspector.core.listing import STATEMENT, Listing
 from inspector.core.program import Node
+
+if TYPE_CHECKING:  # line_scan imports numpy (~0.05 s): not before the first search
+    from inspector.core.line_scan import Groups, LineText
 
 try:  # re's own parser, to read a pattern's literals (3.11 renamed it)
     from re import _parser as _re_parser  # type: ignore[attr-defined]
@@ -44,6 +47,11 @@ except ImportError:  # Python 3.10
     import sre_parse as _re_parser  # type: ignore[no-redef]
 
 FIELDS = ("op", "target", "name", "device", "module", "file")
+# A listing this long gets its scan buffers (line_scan.py) when indexed, in the
+# worker, so its first search is as quick as the next; a shorter one's take
+# milliseconds at the first search, and making them at open (numpy's import alone
+# is ~0.05 s) delayed the window's first listing (issue 33).
+PREBUILD_LINES = 20_000
 _FIELD_TERM = re.compile(r"(?<!\S)(" + "|".join(FIELDS) + r"):(\S+)")
 _FILE_LINE = re.compile(r"^(.+):([0-9]+)$")
 
@@ -130,7 +138,10 @@ class SearchIndex:
         self._starts: list[int] = []
         self._ascii = True
         self._build()
-        self._scanner(False)
+        if len(self.lines) >= PREBUILD_LINES:
+            for f in _SUBSTRING_FIELDS:
+                self._substring_keys(f)
+            self._scanner(False)
 
     def _build(self) -> None:
         keys = self.keys
@@ -193,15 +204,24 @@ class SearchIndex:
                 lst.sort()
         for f, table in keys.items():
             self._lower_keys[f] = [(k.lower(), k) for k in table]
-            if f in _SUBSTRING_FIELDS:
-                self._key_text[f] = LineText([lk for lk, _ in self._lower_keys[f]], dedupe=False)
-                self._key_lines[f] = Groups.of_lists([table[k] for _, k in self._lower_keys[f]])
+
+    def _substring_keys(self, fname: str) -> tuple[Groups, LineText]:
+        """Field `fname`'s lowercased keys as one buffer, and each key's lines."""
+        if fname not in self._key_text:
+            from inspector.core.line_scan import Groups, LineText
+
+            lower = self._lower_keys[fname]
+            self._key_text[fname] = LineText([lk for lk, _ in lower], dedupe=False)
+            self._key_lines[fname] = Groups.of_lists([self.keys[fname][k] for _, k in lower])
+        return self._key_lines[fname], self._key_text[fname]
 
     def _scanner(self, case_sensitive: bool) -> LineText:
         """The lines as one buffer; lowercased line by line unless case-sensitive,
         so a hit there is a hit of `needle.lower() in line.lower()`."""
         scan = self._scan.get(case_sensitive)
         if scan is None:
+            from inspector.core.line_scan import LineText
+
             scan = self._scan[case_sensitive] = LineText(self.lines, lower=not case_sensitive)
             self._ascii = scan.ascii
         return scan
@@ -246,8 +266,9 @@ class SearchIndex:
             if m:
                 return self.source_lines(m.group(1), parse_line_number(m.group(2)))
         table = self.keys[fname]
-        if fname in self._key_text and not regex:
-            return self._key_lines[fname].union(self._key_text[fname].find_lines(value.lower()))
+        if fname in _SUBSTRING_FIELDS and not regex:
+            key_lines, key_text = self._substring_keys(fname)
+            return key_lines.union(key_text.find_lines(value.lower()))
         match = _key_matcher(fname, value, regex)
         hits = [k for low, k in self._lower_keys[fname] if match(low)]
         if fname == "module" and not regex and not hits:

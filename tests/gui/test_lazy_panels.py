@@ -131,3 +131,21 @@ def test_the_memory_chart_is_made_when_it_first_shows_and_draws_the_plan(qtbot):
         assert items.budget_line.value() == pytest.approx(0.5 * 1024)
     finally:
         w.close()
+
+
+def test_the_tables_fill_when_their_tab_is_in_front_and_catch_up(qtbot):
+    w = _shown_window(qtbot)
+    try:
+        with qtbot.waitSignal(w.loadsFinished, timeout=60000):
+            w.open_archive(DEMO)
+        tables = w.tables
+        assert tables.signature.rowCount() == 0  # behind Source: not filled yet
+        w.dock_tables.raise_()  # the user clicks its tab
+        program = w.current_tab().view.program
+        want = len(program.input_specs) + len(program.output_specs)
+        qtbot.waitUntil(lambda: tables.signature.rowCount() == want, timeout=5000)
+        assert tables.records.rowCount() == len(w.current_tab().doc.archive.records)
+        names = {tables.signature.item(r, 2).text() for r in range(want)}
+        assert names == {s.name for s in [*program.input_specs, *program.output_specs]}
+    finally:
+        w.close()

@@ -285,6 +285,8 @@ def test_select_node_and_gutter_marks(qtbot, window, toy_tab):
 
 def test_side_tables(qtbot, window, toy_tab, toy_archive):
     t = window.tables
+    window.dock_tables.raise_()  # filled once on screen (behind Source at launch)
+    qtbot.waitUntil(lambda: t.signature.rowCount() > 0, timeout=5000)
     assert t.signature.rowCount() == len(toy_tab.view.program.input_specs) + len(
         toy_tab.view.program.output_specs)
     kinds = {t.signature.item(r, 1).text() for r in range(t.signature.rowCount())}

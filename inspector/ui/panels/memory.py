@@ -13,7 +13,7 @@ go to the listing's gutter as heat and each module's peak to the module tree
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -28,13 +28,14 @@ from PySide6.QtWidgets import (
 )
 
 from inspector.core.annotations import AnnotationLayer, Heat
-from inspector.core.memory_plan import MemoryModel, MemoryPlan, format_bytes
-from inspector.core.memory_report import listed_names, weight_records
 from inspector.ui.plain import plain_tip
 from inspector.ui.selection import PLACE
 from inspector.ui.widgets.memory_chart import MIB, MemoryChart
 from inspector.ui.widgets.status_area import StatusArea
 from inspector.ui.workspace import Document, Workspace
+
+if TYPE_CHECKING:  # memory_plan imports numpy (~0.05 s): in the worker, not at launch
+    from inspector.core.memory_plan import MemoryModel, MemoryPlan
 
 SOURCE = "memory"
 SPIN_CAP = 2**31 - 1  # a QSpinBox holds a C int; unbounded dims stop here
@@ -44,6 +45,8 @@ GIB = float(1 << 30)
 def build_model(archive: Any, program_name: str, view: Any = None) -> MemoryModel:
     """Worker side: the memory model of one program under the listing's names."""
     from inspector.core.listing import render_listing
+    from inspector.core.memory_plan import MemoryModel
+    from inspector.core.memory_report import listed_names, weight_records
     from inspector.core.node_index import node_index
 
     program = view.program if view is not None else archive.program(program_name)
@@ -222,6 +225,8 @@ class MemoryPanel(QWidget):
 
     def replan(self) -> None:
         """Plan at the spin boxes' values and redraw, at once."""
+        from inspector.core.memory_plan import format_bytes  # imported by now: a model exists
+
         model = self.model
         if model is None:
             return
@@ -242,6 +247,8 @@ class MemoryPanel(QWidget):
         self.planned.emit()
 
     def _summary_text(self, plan: MemoryPlan, budget: int | None) -> str:
+        from inspector.core.memory_plan import format_bytes
+
         model = plan.model
         parts = [f"{model.program}: peak {format_bytes(plan.peak_bytes)}"
                  + (f" at {plan.peak_node()}" if plan.peak_node() else ""),
@@ -260,6 +267,8 @@ class MemoryPanel(QWidget):
 
     def _publish(self, plan: MemoryPlan) -> None:
         """Each node's live bytes as the gutter's heat, each module's peak in the tree."""
+        from inspector.core.memory_plan import format_bytes
+
         if self.doc is None or self.program is None:
             return
         model = plan.model

@@ -12,6 +12,8 @@ read, or once the line is streamed in) and paints the highlighted lines.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import bisect
 import time
 
@@ -24,12 +26,14 @@ from inspector.core.search import Query, SearchError, SearchResult, parse_query,
 from inspector.core.document import ProgramView
 from inspector.core.selection import Place, Request, node_line
 from inspector.core.shapes import symbol_tooltip
-from inspector.ui.widgets.compiled_view import CompiledModelView
 from inspector.ui.plain import ElidedLabel
 from inspector.ui.widgets.listing_view import ListingView
 from inspector.ui.selection import HIGHLIGHT, REQUEST, SEARCH, Selection
 from inspector.ui.widgets.search_bar import SearchBar
 from inspector.ui.workspace import Document, FirstScreen
+
+if TYPE_CHECKING:
+    from inspector.ui.widgets.compiled_view import CompiledModelView
 
 
 # How often a search answered from a big program's lines so far is run again as
@@ -102,6 +106,10 @@ class ArchiveTab(QWidget):
         self.compiled: CompiledModelView | None = None
         self.pages: QTabWidget | None = None
         if has_compiled_models(doc.archive):
+            # imported here: most archives hold no compiled model (and pygments'
+            # lexers for C++ are not needed to start the window)
+            from inspector.ui.widgets.compiled_view import CompiledModelView
+
             self.compiled = CompiledModelView(doc, self)
             self.compiled.nodeRequested.connect(self._compiled_node)
             self.compiled.described.connect(self._compiled_described)
