@@ -225,10 +225,16 @@ def _exact_moments(x: np.ndarray) -> tuple[float, float]:
     exp = math.frexp(big)[1]
     y = np.ldexp(x.astype(np.float64), -exp)
     s, q = float(np.sum(y)), float(np.dot(y, y))
+    # each scaled back on its own: squares past float64 (|x| ~1e160) still leave the
+    # sum, and so the mean, finite (as torch's mean is); only the variance is inf
+    return _scaled_back(s, exp), _scaled_back(q, 2 * exp)
+
+
+def _scaled_back(value: float, exp: int) -> float:
     try:
-        return math.ldexp(s, exp), math.ldexp(q, 2 * exp)
+        return math.ldexp(value, exp)
     except OverflowError:
-        return s * math.inf, math.inf
+        return math.copysign(math.inf, value)
 
 
 class _Bool:
