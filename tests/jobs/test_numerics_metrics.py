@@ -166,3 +166,24 @@ def test_float64_quotient_that_overflows_is_inf_not_dropped():
         want = _numpy_metrics(ref, cand)
     assert want["max_rel"] == math.inf
     assert compare(torch, ref, cand, None, None).record()["max_rel"] == want["max_rel"]
+
+
+def test_a_tensor_of_several_chunks_equals_numpy():
+    """Large tensors are measured a chunk at a time: sums and maxima across chunks (the
+    largest error in the last, partial chunk) are still numpy's over the whole."""
+    from inspector.jobs.numerics_compare import CHUNK
+
+    ref = torch.randn(3 * CHUNK + 5, generator=torch.Generator().manual_seed(4))
+    ref[CHUNK + 1] = 0.0
+    cand = ref.to(torch.bfloat16)
+    cand[-1] = ref[-1] + 100.0
+    got = compare(torch, ref, cand, None, None).record()
+    want = _numpy_metrics(ref, cand)
+    for key in ("max_abs", "max_rel", "mean_abs"):
+        assert got[key] == pytest.approx(want[key], rel=1e-12, abs=0.0), key
+    assert got["cosine"] == pytest.approx(want["cosine"], rel=1e-12)
+    assert got["rel_l2"] == pytest.approx(want["rel_l2"], rel=1e-9)
+    d, abs_r = want["bound"]
+    rtol, atol = default_tolerances(ref.dtype, cand.dtype)
+    assert got["tol_ratio"] == pytest.approx(float((d / (atol + rtol * abs_r)).max()), rel=1e-12)
+    assert got["passes"] == _torch_passes(ref, cand)
