@@ -210,12 +210,20 @@ def compare_program(torch: Any, spec: NumericsSpec, prepared: Prepared, name: st
     compare_on = cand.device if cand.device.type != "cpu" else device
 
     ref_before = cand_before = None
+    measure = compare
     if cand.threads:
         def ref_before() -> None:
             torch.set_num_threads(ref_threads)
 
         def cand_before() -> None:
             torch.set_num_threads(cand.threads)
+
+        def measure(*args: Any) -> Any:
+            # the metrics in the reference's thread count, not the candidate's the
+            # last step left: on a busy 2-core machine every one of their ~15 ops
+            # waited ~5 ms for a second OpenMP thread (GPT-2 25M: 35 s, 50x)
+            ref_before()
+            return compare(*args)
 
     last = time.monotonic()
     done = 0
@@ -231,7 +239,7 @@ def compare_program(torch: Any, spec: NumericsSpec, prepared: Prepared, name: st
                 if rnode.op == "output":
                     if cname is not None:
                         for k, (r, c) in enumerate(zip(rvalue, cvalue)):
-                            got = compare(torch, r, c, rtol, atol, compare_on)
+                            got = measure(torch, r, c, rtol, atol, compare_on)
                             if got is not None:
                                 out_records.append({"index": k, **got.record()})
                     continue
@@ -239,7 +247,7 @@ def compare_program(torch: Any, spec: NumericsSpec, prepared: Prepared, name: st
                     if rnode.op != "placeholder" and rvalue is not None:
                         unmatched.append(rnode.name)
                     continue
-                got = compare(torch, rvalue, cvalue, rtol, atol, compare_on)
+                got = measure(torch, rvalue, cvalue, rtol, atol, compare_on)
                 rvalue = cvalue = None
                 if got is None:
                     continue

@@ -126,3 +126,64 @@ def test_passes_is_assert_close_s_at_the_tolerance_itself():
     got = compare(torch, ref, cand, rtol, atol)
     assert got.passes
     assert got.tol_ratio == pytest.approx(ratio, rel=1e-12)
+
+
+def test_identical_runs_with_an_inf_count_it_and_measure_the_rest():
+    """The same tensor in both runs, an Inf in it: the Inf is counted in both runs and
+    left out of every metric, as numpy's over the finite elements."""
+    ref = torch.randn(40, 7, generator=torch.Generator().manual_seed(1))
+    ref[3, 2] = float("inf")
+    got = compare(torch, ref, ref.clone(), None, None).record()
+    want = _numpy_metrics(ref, ref.clone())
+    assert got["nonfinite"] == {"reference": {"nan": 0, "inf": 1},
+                                "candidate": {"nan": 0, "inf": 1}}
+    assert got["passes"] == _torch_passes(ref, ref.clone())
+    for key in ("max_abs", "max_rel", "mean_abs"):
+        assert got[key] == want[key], key
+    assert got["cosine"] == pytest.approx(want["cosine"], rel=1e-12)
+
+
+@pytest.mark.parametrize("case", ["tiny noise", "same"])
+def test_float64_metrics_equal_numpy(case):
+    """float64 runs (the quotients may overflow there: max_rel takes the masked way)."""
+    ref = torch.randn(64, 33, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    ref[0, :5] = 0.0
+    ref[1, 0] = 1e-300  # a quotient of 1e-7-sized noise over it is ~1e293, finite
+    cand = CASES[case](ref).double()
+    got = compare(torch, ref, cand, None, None).record()
+    want = _numpy_metrics(ref, cand)
+    for key in ("max_abs", "max_rel", "mean_abs"):
+        assert got[key] == pytest.approx(want[key], rel=1e-12, abs=0.0), key
+    assert got["cosine"] == pytest.approx(want["cosine"], rel=1e-12)
+    assert got["passes"] == _torch_passes(ref, cand)
+
+
+def test_float64_quotient_that_overflows_is_inf_not_dropped():
+    """|c - r| / |r| past float64's range at a nonzero r: max_rel is Inf, as numpy's."""
+    ref = torch.tensor([1e-300, 1.0, 0.0], dtype=torch.float64)
+    cand = torch.tensor([1e10, 1.0, 0.0], dtype=torch.float64)
+    with np.errstate(over="ignore"):
+        want = _numpy_metrics(ref, cand)
+    assert want["max_rel"] == math.inf
+    assert compare(torch, ref, cand, None, None).record()["max_rel"] == want["max_rel"]
+
+
+def test_a_tensor_of_several_chunks_equals_numpy():
+    """Large tensors are measured a chunk at a time: sums and maxima across chunks (the
+    largest error in the last, partial chunk) are still numpy's over the whole."""
+    from inspector.jobs.numerics_compare import CHUNK
+
+    ref = torch.randn(3 * CHUNK + 5, generator=torch.Generator().manual_seed(4))
+    ref[CHUNK + 1] = 0.0
+    cand = ref.to(torch.bfloat16)
+    cand[-1] = ref[-1] + 100.0
+    got = compare(torch, ref, cand, None, None).record()
+    want = _numpy_metrics(ref, cand)
+    for key in ("max_abs", "max_rel", "mean_abs"):
+        assert got[key] == pytest.approx(want[key], rel=1e-12, abs=0.0), key
+    assert got["cosine"] == pytest.approx(want["cosine"], rel=1e-12)
+    assert got["rel_l2"] == pytest.approx(want["rel_l2"], rel=1e-9)
+    d, abs_r = want["bound"]
+    rtol, atol = default_tolerances(ref.dtype, cand.dtype)
+    assert got["tol_ratio"] == pytest.approx(float((d / (atol + rtol * abs_r)).max()), rel=1e-12)
+    assert got["passes"] == _torch_passes(ref, cand)
