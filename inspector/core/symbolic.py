@@ -721,6 +721,12 @@ def _print_pow(x: _Fn, depth: int) -> str:
     return f"{_paren(base, _P_POW, depth)}**{_paren(exp, _P_POW, depth)}"
 
 
+def clear_caches() -> None:
+    """Forget the memoized renderings and sort keys (tests: each computes afresh)."""
+    render_expr.cache_clear()
+    _sort_key.cache_clear()
+
+
 @lru_cache(maxsize=65536)
 def render_expr(srepr_text: str) -> str:
     """`Add(Symbol('s77', ...), Integer(2))` -> `s77 + 2`; unparseable text is

@@ -70,6 +70,17 @@ HAND_PICKED = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def _fresh_caches():
+    """render_expr and the sort keys are memoized: each test computes its answers
+    afresh, so a test judges the code, not what an earlier test left in a cache (a
+    mutation run forks its mutants after a warm run: a warm cache answered for them)."""
+    from inspector.core.symbolic import clear_caches
+
+    clear_caches()
+    yield
+
+
 def _test_id(text: str) -> str:
     """A test id of word characters only: mutmut (tests/mutation/) passes ids on a
     command line, and an id with quotes, spaces or brackets selects no test there."""
