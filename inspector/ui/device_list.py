@@ -26,9 +26,13 @@ class DeviceSource(QObject):
         self.runner.result.connect(self._on_result)
         self.runner.error.connect(lambda msg, _details: self.failed.emit(msg))
         self.asked = False
+        self.closed = False
 
     def refresh(self) -> None:
-        """List the devices again (a child that imports torch: a few seconds)."""
+        """List the devices again (a child that imports torch: a few seconds); nothing
+        once shut down (a panel's deferred first look can come after the window closed)."""
+        if self.closed:
+            return
         self.asked = True
         self.runner.start("devices")
 
@@ -38,6 +42,7 @@ class DeviceSource(QObject):
             self.refresh()
 
     def shutdown(self) -> None:
+        self.closed = True
         self.runner.shutdown()
 
     def _on_result(self, event: dict[str, Any]) -> None:

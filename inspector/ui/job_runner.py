@@ -145,8 +145,7 @@ class JobRunner(QObject):
         task = _Task(proc, job, cleanup)
         self._task = task
         proc.readyReadStandardOutput.connect(lambda: self._read_stdout(task))
-        proc.readyReadStandardError.connect(
-            lambda: task.stream.stderr.feed(proc.readAllStandardError().data()))
+        proc.readyReadStandardError.connect(lambda: self._read_stderr(task))
         proc.finished.connect(lambda code, status: self._on_finished(task, code, status))
         proc.errorOccurred.connect(lambda err: self._on_error(task, err))
         proc.start()
@@ -185,10 +184,19 @@ class JobRunner(QObject):
             task.signal_group(getattr(signal, "SIGKILL", signal.SIGTERM))
 
     def _read_stdout(self, task: _Task) -> None:
-        data = task.proc.readAllStandardOutput().data()
+        try:
+            data = task.proc.readAllStandardOutput().data()
+        except RuntimeError:  # the QProcess went with its parent while it still ran
+            return
         if task is not self._task:
             return  # detached: read to keep the pipe flowing, then drop
         self._dispatch(task, task.stream.feed(data))
+
+    def _read_stderr(self, task: _Task) -> None:
+        try:
+            task.stream.stderr.feed(task.proc.readAllStandardError().data())
+        except RuntimeError:  # as in _read_stdout
+            pass
 
     def _dispatch(self, task: _Task, events: list[dict]) -> None:
         for event in events:

@@ -69,7 +69,7 @@ def test_the_heavy_panels_wait_for_their_tab(qtbot):
         assert [k for k in lazy if w.job_panels.is_built(k)] == []
         with qtbot.waitSignal(w.loadsFinished, timeout=60000):
             w.open_archive(DEMO)  # before any of them is built
-        for key in lazy:
+        for key in [k for k in lazy if k in w.job_panels.docks]:
             dock = w.job_panels.docks[key]
             dock.show()
             dock.raise_()
@@ -82,5 +82,52 @@ def test_the_heavy_panels_wait_for_their_tab(qtbot):
         qtbot.waitUntil(lambda: model.rowCount() > 0, timeout=30000)
         for key in ("profile", "numerics"):
             assert DEMO.name in w.job_panels[key].archive_label.text()
+    finally:
+        w.close()
+
+
+def test_a_lazy_mode_is_built_when_first_chosen_and_shows_the_open_archive(qtbot):
+    spec = next(spec for spec in registry.PANELS if spec.key == "run")
+    assert spec.lazy and spec.area == "central"
+    w = _shown_window(qtbot)
+    try:
+        with qtbot.waitSignal(w.loadsFinished, timeout=60000):
+            w.open_archive(DEMO)
+        assert not w.job_panels.is_built("run")
+        action = w.modes.actions["run"]
+        assert action.shortcut().toString() == "Ctrl+2"  # its button is there from launch
+        action.trigger()  # the user clicks the mode button
+        assert w.job_panels.is_built("run")
+        run = w.job_panels["run"]
+        assert w.modes.stack.currentWidget() is run and w.modes.widget("run") is run
+        assert w.modes.stack.count() == len(w.modes.pages)  # the placeholder is gone
+        # built after the archive opened, it offers that archive to run
+        assert Path(run.archive_box.currentData()).resolve() == DEMO.resolve()
+        w.set_mode("listing")
+        w.set_mode("run")
+        assert w.job_panels["run"] is run  # built once
+    finally:
+        w.close()
+
+
+def test_the_memory_chart_is_made_when_it_first_shows_and_draws_the_plan(qtbot):
+    w = _shown_window(qtbot)
+    try:
+        with qtbot.waitSignal(w.loadsFinished, timeout=60000):
+            w.open_archive(DEMO)
+        memory = w.job_panels["memory"]
+        qtbot.waitUntil(lambda: memory.plan is not None, timeout=30000)
+        assert not memory.chart.is_built  # its dock is behind Source: no plot yet
+        plan = memory.plan
+        memory.budget.setValue(0.5)  # told before the plot exists
+        w.show_panel("memory")
+        qtbot.waitUntil(lambda: memory.chart.is_built, timeout=5000)
+        items = memory.chart.items
+        _x, y = items.curve.getData()
+        assert [int(round(v * (1 << 20))) for v in y] == memory.plan.live_bytes.tolist()
+        assert memory.plan.live_bytes.tolist() == plan.live_bytes.tolist()
+        assert int(items.peak_dot.getData()[0][0]) == plan.peak_index
+        assert items.budget_line.isVisible()
+        assert items.budget_line.value() == pytest.approx(0.5 * 1024)
     finally:
         w.close()

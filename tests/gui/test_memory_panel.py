@@ -30,7 +30,7 @@ def panel(qtbot, window, toy_tab):
 
 
 def _curve_bytes(panel) -> list[int]:
-    _x, y = panel.curve.getData()
+    _x, y = panel.chart.items.curve.getData()
     return [int(round(v * MIB)) for v in y]
 
 
@@ -44,7 +44,7 @@ def test_chart_draws_the_commands_plan(panel, toy_archive, window):
     assert panel.dims() == want.dims
     assert f"peak {panel.summary.text().split('peak ')[1].split(' at ')[0]}" in panel.summary.text()
     assert want.peak_node() in panel.summary.text()
-    px, py = panel.peak_dot.getData()
+    px, py = panel.chart.items.peak_dot.getData()
     assert int(px[0]) == want.peak_index
     # bytes in the gutter (heat per node) and per module
     layer = next(lay for lay in window.current_tab().doc.annotations.layers("decoder")
@@ -66,32 +66,32 @@ def test_spin_boxes_redraw_at_once(panel, toy_archive):
 
 
 def test_budget_line_and_verdict(panel):
-    assert not panel.budget_line.isVisible()
+    assert not panel.chart.items.budget_line.isVisible()
     panel.budget.setValue(0.001 * 1024)  # ~1 GiB: the tiny toy fits
-    assert panel.budget_line.isVisible()
-    assert panel.budget_line.value() == pytest.approx(panel.budget_bytes() / MIB)
+    assert panel.chart.items.budget_line.isVisible()
+    assert panel.chart.items.budget_line.value() == pytest.approx(panel.budget_bytes() / MIB)
     assert "fits in" in panel.summary.text() and "does not fit" not in panel.summary.text()
     assert "largest that fit" in panel.summary.text()
     panel.budget.setValue(0.0)
-    assert not panel.budget_line.isVisible() and "fits" not in panel.summary.text()
+    assert not panel.chart.items.budget_line.isVisible() and "fits" not in panel.summary.text()
 
 
 def test_a_click_selects_the_node_and_the_chart_follows_the_cursor(qtbot, panel, window):
     plan = panel.plan
     i = plan.peak_index
-    vb = panel.chart.getPlotItem().vb
+    vb = panel.chart.items.plot.getPlotItem().vb
     scene = vb.mapViewToScene(QPointF(float(i), float(plan.live_bytes[i]) / MIB / 2))
-    pos = panel.chart.mapFromScene(scene)
-    QTest.mouseClick(panel.chart.viewport(), Qt.MouseButton.LeftButton, pos=pos)
+    pos = panel.chart.items.plot.mapFromScene(scene)
+    QTest.mouseClick(panel.chart.items.plot.viewport(), Qt.MouseButton.LeftButton, pos=pos)
     sel = window.workspace.selection
     qtbot.waitUntil(lambda: sel.node == plan.model.node_names[i], timeout=10000)
     assert window.current_tab().listing.current_line() >= 0
-    assert panel.cursor_line.isVisible() and int(panel.cursor_line.value()) == i
+    assert panel.chart.items.cursor_line.isVisible() and int(panel.chart.items.cursor_line.value()) == i
     # the listing moves elsewhere: the chart's mark follows
     other = plan.model.node_names[3]
     window.workspace.select_node("decoder", other, window.current_tab().doc)
     qtbot.waitUntil(lambda: sel.node == other, timeout=10000)
-    assert int(panel.cursor_line.value()) == 3
+    assert int(panel.chart.items.cursor_line.value()) == 3
 
 
 def test_the_encoder_and_back(qtbot, panel, window):

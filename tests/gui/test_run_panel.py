@@ -228,3 +228,23 @@ def test_device_picker_is_filled_by_the_devices_job(qtbot, no_leaks):
     assert starts == ["devices"]  # asked once, not on every show
     devices.shutdown()
     panel.shutdown()
+
+
+def test_a_shut_down_device_source_starts_no_child(qtbot, no_leaks):
+    """The Run panel's first look at the devices is deferred to after its first
+    layout; when the window closes first, that late look must start nothing (a child
+    whose QProcess dies with the window, still running)."""
+    from inspector.ui.device_list import DeviceSource
+
+    devices = DeviceSource()
+    starts: list[str] = []
+    devices.runner.started.connect(starts.append)
+    panel = RunPanel(devices=devices)
+    qtbot.addWidget(panel)
+    panel.resize(900, 700)
+    devices.shutdown()  # the window closes ...
+    panel.show()  # ... before the panel's deferred first look
+    qtbot.wait(50)
+    devices.refresh()  # and a click on refresh that reaches it late
+    assert starts == [] and not devices.runner.is_running()
+    panel.shutdown()

@@ -4,7 +4,7 @@ The plan is core/memory_plan.py (the `memory` command's): the model is built onc
 program off the GUI thread (Document.tasks, key "memory", so closing the document
 cancels it), then every change of a Dim spin box or of the budget re-plans on the GUI
 thread (a few milliseconds even at 100,000 nodes: tests/benchmarks/bench_memory.py) and
-redraws at once. The chart (pyqtgraph) marks the peak and draws the budget line; a
+redraws at once. The chart (ui/widgets/memory_chart.py) marks the peak and draws the budget line; a
 click selects the nearest node through the selection model, and the node the listing
 is on is marked in the chart (it follows `workspace.selection`). Each node's live bytes
 go to the listing's gutter as heat and each module's peak to the module tree
@@ -15,10 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-import pyqtgraph as pg
-from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtGui import QPalette
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
@@ -35,11 +32,11 @@ from inspector.core.memory_plan import MemoryModel, MemoryPlan, format_bytes
 from inspector.core.memory_report import listed_names, weight_records
 from inspector.ui.plain import plain_tip
 from inspector.ui.selection import PLACE
+from inspector.ui.widgets.memory_chart import MIB, MemoryChart
 from inspector.ui.widgets.status_area import StatusArea
 from inspector.ui.workspace import Document, Workspace
 
 SOURCE = "memory"
-MIB = float(1 << 20)
 SPIN_CAP = 2**31 - 1  # a QSpinBox holds a C int; unbounded dims stop here
 GIB = float(1 << 30)
 
@@ -107,58 +104,14 @@ class MemoryPanel(QWidget):
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.summary.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.summary.setMinimumWidth(60)
-        self.chart = pg.PlotWidget()
-        self.chart.setObjectName("memoryChart")
-        # the bottom dock starts ~150 px high at 1024x700; under ~90 px the axis labels
-        # overlap (0.2 .. 0.8 in 30 px), so the dock grows that much instead
-        self.chart.setMinimumHeight(90)
-        plot = self.chart.getPlotItem()
-        plot.setLabel("left", "live MiB")
-        plot.setLabel("bottom", "node (program order)")
-        plot.showGrid(x=True, y=True, alpha=0.2)
-        plot.setMouseEnabled(x=True, y=False)
-        self.curve = plot.plot([], [], pen=pg.mkPen("#1f77b4", width=1.5),
-                               fillLevel=0, brush=pg.mkBrush(31, 119, 180, 60))
-        self.curve.setDownsampling(auto=True, method="peak")
-        self.curve.setClipToView(True)
-        self.baseline_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#7f7f7f", style=Qt.PenStyle.DotLine),
-                                             label="weights + inputs", labelOpts={"position": 0.1})
-        self.budget_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#d62728", width=1.5,
-                                                                 style=Qt.PenStyle.DashLine),
-                                           label="budget", labelOpts={"position": 0.95,
-                                                                      "color": "#d62728"})
-        self.cursor_line = pg.InfiniteLine(angle=90, pen=pg.mkPen("#2ca02c", width=1))
-        self.peak_dot = pg.ScatterPlotItem(size=10, brush=pg.mkBrush("#d62728"), pen=None)
-        self.peak_text = pg.TextItem(anchor=(0.5, 1.2), color="#d62728")
-        for item in (self.baseline_line, self.budget_line, self.cursor_line, self.peak_dot,
-                     self.peak_text):
-            plot.addItem(item)
-        self.budget_line.hide()
-        self.cursor_line.hide()
-        self.chart.scene().sigMouseClicked.connect(self._chart_clicked)
-        self.apply_palette()
+        self.chart = MemoryChart()  # its plot is made when it first shows
+        self.chart.nodeClicked.connect(self.select_index)
         self.status_area = StatusArea()
         box = QVBoxLayout(self)
         box.addLayout(top)
         box.addWidget(self.summary)
         box.addWidget(self.chart, 1)
         box.addWidget(self.status_area)
-
-    def apply_palette(self) -> None:
-        """Follow the application's light/dark palette (pyqtgraph defaults to black)."""
-        pal = self.palette()
-        self.chart.setBackground(pal.color(QPalette.ColorRole.Base))
-        fg = pal.color(QPalette.ColorRole.Text)
-        for name in ("left", "bottom"):
-            axis = self.chart.getAxis(name)
-            axis.setPen(pg.mkPen(fg))
-            axis.setTextPen(pg.mkPen(fg))
-        self.baseline_line.label.setColor(fg)
-
-    def changeEvent(self, event) -> None:  # noqa: N802
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange:
-            self.apply_palette()
 
     # -- following the workspace and its selection --
     def _follow(self, doc: Document | None) -> None:
@@ -222,11 +175,7 @@ class MemoryPanel(QWidget):
     def _mark_cursor(self) -> None:
         sel = self.workspace.selection
         i = self._index_of(sel.node) if sel.program == self.program else None
-        if i is None or self.plan is None:
-            self.cursor_line.hide()
-            return
-        self.cursor_line.setValue(i)
-        self.cursor_line.show()
+        self.chart.mark(i if self.plan is not None else None)
 
     def _index_of(self, node: str | None) -> int | None:
         if node is None or self.model is None:
@@ -245,10 +194,7 @@ class MemoryPanel(QWidget):
                 item.widget().deleteLater()
         self.spins = {}
         if model is None:
-            self.curve.setData([], [])
-            self.peak_dot.setData([], [])
-            self.peak_text.setText("")
-            self.cursor_line.hide()
+            self.chart.clear()
             return
         for sym in model.dynamic_symbols:
             label = QLabel(sym.name)
@@ -281,25 +227,13 @@ class MemoryPanel(QWidget):
             return
         plan = model.plan(self.dims(), checked=False)
         self.plan = plan
-        n = len(plan.live_bytes)
-        x = np.arange(n, dtype=np.float64)
         y = plan.live_bytes / MIB
-        self.curve.setData(x, y)
-        self.baseline_line.setValue(plan.baseline_bytes / MIB)
         i = plan.peak_index
-        if i is not None:
-            self.peak_dot.setData([float(i)], [float(y[i])])
-            self.peak_text.setText(f"peak {format_bytes(plan.peak_bytes)} at {plan.peak_node()}")
-            self.peak_text.setPos(float(i), float(y[i]))
+        peak = None if i is None else (
+            i, float(y[i]), f"peak {format_bytes(plan.peak_bytes)} at {plan.peak_node()}")
         budget = self.budget_bytes()
-        if budget is not None:
-            self.budget_line.setValue(budget / MIB)
-            self.budget_line.show()
-        else:
-            self.budget_line.hide()
-        top = max(float(y.max()) if n else 0.0, (budget or 0) / MIB)
-        self.chart.getPlotItem().setYRange(0, top * 1.1 if top > 0 else 1, padding=0)
-        self.chart.getPlotItem().setXRange(0, max(n - 1, 1), padding=0.01)
+        self.chart.show_plan(y, plan.baseline_bytes / MIB, peak,
+                             None if budget is None else budget / MIB)
         text = self._summary_text(plan, budget)
         self.summary.setText(text)
         self.summary.setToolTip(plain_tip(text))  # names from the file: plain text
@@ -342,19 +276,7 @@ class MemoryPanel(QWidget):
         self.workspace.annotate(self.doc, self.program,
                                 AnnotationLayer(SOURCE, heat=heat, modules=modules, title="bytes"))
 
-    def _chart_clicked(self, event: Any) -> None:
-        if self.plan is None or self.doc is None or self.program is None:
-            return
-        plot = self.chart.getPlotItem()
-        if not plot.sceneBoundingRect().contains(event.scenePos()):
-            return
-        x = plot.vb.mapSceneToView(event.scenePos()).x()
-        i = int(round(x))
-        names = self.plan.model.node_names
-        if 0 <= i < len(names):
-            self.workspace.select_node(self.program, names[i], self.doc)
-
     def select_index(self, i: int) -> None:
-        """What a click at node i does (tests)."""
+        """Select the node at index i of program order (a click on the chart)."""
         if self.plan is not None and self.doc is not None and self.program is not None:
             self.workspace.select_node(self.program, self.plan.model.node_names[i], self.doc)

@@ -143,6 +143,8 @@ class RunPanel(QWidget):
         self.has_torch = torch_available()
         self._restore()
         self._update_enabled()
+        if self.workspace.documents:  # built after archives opened (a lazy mode)
+            self._follow_current()
 
     # -- layout --
     def _build(self) -> None:

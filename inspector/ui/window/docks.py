@@ -115,8 +115,11 @@ def install_panels(window: MainWindow, workspace: Workspace) -> DockedPanels:
     docked = DockedPanels(devices)
     services = PanelServices(devices)
     for spec in registry.PANELS:  # read now: a panel registered before the window counts
-        if spec.lazy and spec.area != "central":
-            _dock_unbuilt(window, workspace, services, docked, spec)
+        if spec.lazy:
+            if spec.area == "central":
+                _page_unbuilt(window, workspace, services, docked, spec)
+            else:
+                _dock_unbuilt(window, workspace, services, docked, spec)
             continue
         panel = _build(spec, workspace, services)
         if panel is None:
@@ -171,3 +174,29 @@ def _dock_unbuilt(window: MainWindow, workspace: Workspace, services: PanelServi
 
     docked._unbuilt[spec.key] = build
     dock.visibilityChanged.connect(on_visible)
+
+
+def _page_unbuilt(window: MainWindow, workspace: Workspace, services: PanelServices,
+                  docked: DockedPanels, spec: registry.PanelSpec) -> None:
+    """A mode (button, View menu entry, Ctrl+N) for a lazy dashboard, its page an
+    empty placeholder; the panel is built in its place when the mode is first chosen
+    or docked[key] asks for it, whichever comes first."""
+    placeholder = QWidget()
+    placeholder.setObjectName(f"unbuilt{spec.title.replace(' ', '')}")
+    window.add_page(spec.key, spec.title, placeholder, spec.tip)
+    modes = window.modes
+
+    def build() -> QWidget | None:
+        modes.about_to_show.disconnect(on_mode)
+        panel = _build(spec, workspace, services)
+        if panel is not None:
+            modes.replace(spec.key, panel)
+            docked.pages[spec.key] = panel
+        return panel
+
+    def on_mode(key: str) -> None:
+        if key == spec.key:
+            docked.build_pending(spec.key)
+
+    docked._unbuilt[spec.key] = build
+    modes.about_to_show.connect(on_mode)

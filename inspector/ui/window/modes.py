@@ -25,6 +25,7 @@ LISTING = "listing"
 
 class Modes(QObject):
     changed = Signal(str)  # the mode's key
+    about_to_show = Signal(str)  # a mode's key, before its page becomes current
 
     def __init__(self, window: MainWindow, listing_page: QWidget) -> None:
         super().__init__(window)
@@ -77,6 +78,18 @@ class Modes(QObject):
         self.actions[key] = action
         return action
 
+    def replace(self, key: str, widget: QWidget) -> None:
+        """Put `widget` on mode `key`'s page in place of what it held (a lazy
+        dashboard's placeholder, PanelSpec.lazy): same place in the stack, same button."""
+        old = self.pages[key]
+        index = self.stack.indexOf(old)
+        self.stack.insertWidget(index, widget)
+        self.pages[key] = widget
+        if self.stack.currentWidget() is old:
+            self.stack.setCurrentWidget(widget)
+        self.stack.removeWidget(old)
+        old.deleteLater()
+
     def widget(self, key: str) -> QWidget:
         page = self.pages[key]
         return page.widget() if isinstance(page, QScrollArea) else page
@@ -96,6 +109,7 @@ class Modes(QObject):
             self._docks_of[self.current] = {d.objectName() for d in docks
                                             if d.toggleViewAction().isChecked()}
         self.current = key
+        self.about_to_show.emit(key)  # a lazy dashboard is built now, before it shows
         self.stack.setCurrentWidget(self.pages[key])
         if key == LISTING:
             if self._listing_state is not None:
