@@ -25,7 +25,8 @@ from inspector.core.program.model import Argument, NamedArgument, Node
 from inspector.core.search import (FIELDS, SearchError, SearchIndex, _lowercase_safe,
                                    _required_literal, parse_query, scan_lines)
 
-ROOT = Path(__file__).resolve().parents[2]
+# the checkout's root (a mutation run copies only the package and tests/ one level down)
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "resources" / "demo").is_dir())
 ARCHIVES = ["resources/demo/toy-tiny.pt2", "tests/data/2.14.1/sequential.pt2",
             "tests/data/2.14.1/multi_out.pt2", "tests/data/2.14.1/unbacked.pt2"]
 
