@@ -163,7 +163,8 @@ def _made_listing(non_ascii: bool) -> tuple[str, Listing, list[tuple[int, Node]]
         "head": "L__self__,,m.Top;L__self___head,head.proj,m.GPT2Head",
     }
     traces = {
-        "a": _frame("/src/model.py", 10) + _frame("/src/model.py", 20) + _frame("/lib/Layer.py", 7),
+        "a": _frame("/src/model.py", 10) + _frame("/src/model.py", 20) + _frame("/lib/Layer.py", 7)
+        + _frame("/src/model.py", 10),  # a frame twice (recursion): the node counts once
         "b": _frame("C:\\work\\Proj\\model.py", 20) + _frame("/lib/Layer.py", 7),
         "c": _frame("model.py", 10) + _frame("/other/model.py", 10),
         "d": _frame("/src/util.py", 3),
@@ -200,7 +201,7 @@ def _made_listing(non_ascii: bool) -> tuple[str, Listing, list[tuple[int, Node]]
              "    ſa = operator.getitem(x)  # ſ σας ΟΔΟΣ İstanbul" if non_ascii else
              "    sa_4 = operator.getitem(x)  # s SAS",
              "    plain = my_lib.fused_op(x, device=device(type='mps', index=0))",
-             "1", "2", "gamma beta",
+             "1", "2", "gamma beta" if not non_ascii else "\u017fx",
              "    unowned = statement(of_no_node)", ""]
     line_nodes = [None, None, nodes[0], nodes[0], nodes[1], nodes[2], nodes[3], nodes[4],
                   nodes[5], None, None, None, None, None]
@@ -287,7 +288,8 @@ def _check(index: SearchIndex, model: Model, raw: str, cs: bool, regex: bool, la
     assert got.lines == want, (label, raw, cs, regex)
     assert len(got) == len(want) and got.query == query
     for i in want:
-        assert got.spans(model.lines[i]) == model.spans(query, model.lines[i]), (label, raw, i)
+        for shown in (model.lines[i], model.lines[i].strip()):  # a value at the line's start too
+            assert got.spans(shown) == model.spans(query, shown), (label, raw, i)
 
 
 # --- the tests -----------------------------------------------------------------------------
@@ -403,6 +405,21 @@ def test_a_pattern_never_matches_across_lines():
                                         (r"GPT2\sModel", True, True), (r"(?:a|q)\Wb", False, True),
                                         (r"(?:1|q)[^q]2", False, True), (r"(?:a|q)\nb", False, True)]:
         _check(index, model, text, cs, regex, "joined")
+
+
+def test_renamed_values_without_an_alias_line():
+    # file_names whose value has no `x_1 = x` line: its definition line is found by
+    # both names; one with neither line is skipped, and the others still count
+    lines = ["def forward(self, input_1):", "    relu = relu(input_1)", "    return (relu,)"]
+    listing = Listing(lines=lines, kinds=["def", "statement", "return"], line_nodes=[None] * 3,
+                      definitions={("", "input"): 0, ("", "relu"): 1},
+                      file_names={("", "gone_1"): "gone", ("", "input_1"): "input",
+                                  ("", "relu"): "relu"})
+    index = _index(listing)
+    for value in ("input", "input_1", "INPUT"):
+        assert index.field_lines("name", value) == [0] == index.search(f"name:{value}").lines
+    assert index.field_lines("name", "relu") == [1]
+    assert index.field_lines("name", "gone") == []
 
 
 @pytest.mark.xfail(strict=True, reason="a class or flag group _may_span_lines does not spot "
