@@ -25,7 +25,8 @@ cd "$work"
   for t in "$@"; do echo "    $t"; done
 } > setup.cfg
 export QT_QPA_PLATFORM=offscreen
-"$python" -m mutmut run || true
+# PT2I_MUTATION_CHILDREN=N caps mutmut's parallel children (default: mutmut's own, one per core)
+"$python" -m mutmut run ${PT2I_MUTATION_CHILDREN:+--max-children "$PT2I_MUTATION_CHILDREN"} || true
 "$python" -m mutmut results > results.txt || true
 echo "--- $module: mutants by status"
 "$python" - <<'EOF'
