@@ -238,3 +238,57 @@ def test_printed_text_outside_the_grammar_is_refused(text):
 
     with pytest.raises(ExprSyntaxError):
         parse_printed(text)
+
+
+# evaluate's heads (its docstring's arithmetic): a tree made of these only must evaluate
+_EVALUATED = {"Symbol", "Integer", "Float", "Rational", "Zero", "One", "NegativeOne", "Half",
+              "Add", "Mul", "Pow", "PowByNatural", "FloatPow", "Neg", "FloorDiv", "IntTrueDiv",
+              "CleanDiv", "CeilDiv", "Mod", "PythonMod", "Max", "Min", "Abs", "floor",
+              "FloorToInt", "ceiling", "CeilToInt", "ModularIndexing"}
+
+
+def _heads(tree: object) -> set[str]:
+    from inspector.core.symbolic import Call
+
+    if not isinstance(tree, Call):
+        return set()
+    found = {tree.head}
+    if tree.head != "Symbol":
+        for a in tree.args:
+            found |= _heads(a)
+    return found
+
+
+def _as_number(v: object) -> object:
+    if v in (sympy.true, sympy.false):
+        return bool(v)
+    return int(v) if v.is_Integer else float(v)
+
+
+@pytest.mark.parametrize("env", [
+    {"s0": 5, "s1": 3, "s9": 7, "s10": 2, "s27": 4, "s77": 6, "s53": 9, "u0": -3, "u1": 2},
+    {"s0": 64, "s1": 17, "s9": 2, "s10": 128, "s27": 1, "s77": 3, "s53": 1000, "u0": 11, "u1": -7},
+])
+def test_evaluate_gives_what_sympy_substitutes(env: dict[str, int]) -> None:
+    """evaluate() of each hand-picked expression's srepr against sympy's own subs():
+    exact for integers and booleans, to 1e-12 for the rest."""
+    from inspector.core.symbolic import ExprSyntaxError, UnresolvedSymbol, evaluate
+
+    subs = {s: env[s.name] for s in S}
+    evaluated = 0
+    for e in HAND_PICKED:
+        tree = parse_srepr(sympy.srepr(e))
+        if not _heads(tree) <= _EVALUATED:
+            with pytest.raises((ExprSyntaxError, UnresolvedSymbol)):
+                evaluate(tree, env)
+            continue
+        want = _as_number(sympy.sympify(e).subs(subs))
+        got = evaluate(tree, env)
+        if isinstance(want, int) and not isinstance(got, float):
+            assert got == want and int(got) == got, sympy.srepr(e)
+        else:
+            assert float(got) == pytest.approx(float(want), rel=1e-12), sympy.srepr(e)
+        evaluated += 1
+    assert evaluated >= 50
+    with pytest.raises(UnresolvedSymbol):
+        evaluate(parse_srepr("Add(Symbol('s5'), Integer(1))"), env)
