@@ -30,6 +30,16 @@ def _shown_window(qtbot) -> MainWindow:
     return w
 
 
+@pytest.fixture
+def demo_window(qtbot):
+    """A shown window with the demo archive open (closed after the test)."""
+    w = _shown_window(qtbot)
+    with qtbot.waitSignal(w.loadsFinished, timeout=60000):
+        w.open_archive(DEMO)
+    yield w
+    w.close()
+
+
 def test_a_lazy_panel_is_built_on_first_show_from_the_workspace_as_it_is(qtbot, monkeypatch):
     built: list[str | None] = []
 
@@ -86,66 +96,51 @@ def test_the_heavy_panels_wait_for_their_tab(qtbot):
         w.close()
 
 
-def test_a_lazy_mode_is_built_when_first_chosen_and_shows_the_open_archive(qtbot):
+def test_a_lazy_mode_is_built_when_first_chosen_and_shows_the_open_archive(demo_window):
     spec = next(spec for spec in registry.PANELS if spec.key == "run")
     assert spec.lazy and spec.area == "central"
-    w = _shown_window(qtbot)
-    try:
-        with qtbot.waitSignal(w.loadsFinished, timeout=60000):
-            w.open_archive(DEMO)
-        assert not w.job_panels.is_built("run")
-        action = w.modes.actions["run"]
-        assert action.shortcut().toString() == "Ctrl+2"  # its button is there from launch
-        action.trigger()  # the user clicks the mode button
-        assert w.job_panels.is_built("run")
-        run = w.job_panels["run"]
-        assert w.modes.stack.currentWidget() is run and w.modes.widget("run") is run
-        assert w.modes.stack.count() == len(w.modes.pages)  # the placeholder is gone
-        # built after the archive opened, it offers that archive to run
-        assert Path(run.archive_box.currentData()).resolve() == DEMO.resolve()
-        w.set_mode("listing")
-        w.set_mode("run")
-        assert w.job_panels["run"] is run  # built once
-    finally:
-        w.close()
+    w = demo_window
+    assert not w.job_panels.is_built("run")
+    action = w.modes.actions["run"]
+    assert action.shortcut().toString() == "Ctrl+2"  # its button is there from launch
+    action.trigger()  # the user clicks the mode button
+    assert w.job_panels.is_built("run")
+    run = w.job_panels["run"]
+    assert w.modes.stack.currentWidget() is run and w.modes.widget("run") is run
+    assert w.modes.stack.count() == len(w.modes.pages)  # the placeholder is gone
+    # built after the archive opened, it offers that archive to run
+    assert Path(run.archive_box.currentData()).resolve() == DEMO.resolve()
+    w.set_mode("listing")
+    w.set_mode("run")
+    assert w.job_panels["run"] is run  # built once
 
 
-def test_the_memory_chart_is_made_when_it_first_shows_and_draws_the_plan(qtbot):
-    w = _shown_window(qtbot)
-    try:
-        with qtbot.waitSignal(w.loadsFinished, timeout=60000):
-            w.open_archive(DEMO)
-        memory = w.job_panels["memory"]
-        qtbot.waitUntil(lambda: memory.plan is not None, timeout=30000)
-        assert not memory.chart.is_built  # its dock is behind Source: no plot yet
-        plan = memory.plan
-        memory.budget.setValue(0.5)  # told before the plot exists
-        w.show_panel("memory")
-        qtbot.waitUntil(lambda: memory.chart.is_built, timeout=5000)
-        items = memory.chart.items
-        _x, y = items.curve.getData()
-        assert [int(round(v * (1 << 20))) for v in y] == memory.plan.live_bytes.tolist()
-        assert memory.plan.live_bytes.tolist() == plan.live_bytes.tolist()
-        assert int(items.peak_dot.getData()[0][0]) == plan.peak_index
-        assert items.budget_line.isVisible()
-        assert items.budget_line.value() == pytest.approx(0.5 * 1024)
-    finally:
-        w.close()
+def test_the_memory_chart_is_made_when_it_first_shows_and_draws_the_plan(qtbot, demo_window):
+    w = demo_window
+    memory = w.job_panels["memory"]
+    qtbot.waitUntil(lambda: memory.plan is not None, timeout=30000)
+    assert not memory.chart.is_built  # its dock is behind Source: no plot yet
+    plan = memory.plan
+    memory.budget.setValue(0.5)  # told before the plot exists
+    w.show_panel("memory")
+    qtbot.waitUntil(lambda: memory.chart.is_built, timeout=5000)
+    items = memory.chart.items
+    _x, y = items.curve.getData()
+    assert [int(round(v * (1 << 20))) for v in y] == memory.plan.live_bytes.tolist()
+    assert memory.plan.live_bytes.tolist() == plan.live_bytes.tolist()
+    assert int(items.peak_dot.getData()[0][0]) == plan.peak_index
+    assert items.budget_line.isVisible()
+    assert items.budget_line.value() == pytest.approx(0.5 * 1024)
 
 
-def test_the_tables_fill_when_their_tab_is_in_front_and_catch_up(qtbot):
-    w = _shown_window(qtbot)
-    try:
-        with qtbot.waitSignal(w.loadsFinished, timeout=60000):
-            w.open_archive(DEMO)
-        tables = w.tables
-        assert tables.signature.rowCount() == 0  # behind Source: not filled yet
-        w.dock_tables.raise_()  # the user clicks its tab
-        program = w.current_tab().view.program
-        want = len(program.input_specs) + len(program.output_specs)
-        qtbot.waitUntil(lambda: tables.signature.rowCount() == want, timeout=5000)
-        assert tables.records.rowCount() == len(w.current_tab().doc.archive.records)
-        names = {tables.signature.item(r, 2).text() for r in range(want)}
-        assert names == {s.name for s in [*program.input_specs, *program.output_specs]}
-    finally:
-        w.close()
+def test_the_tables_fill_when_their_tab_is_in_front_and_catch_up(qtbot, demo_window):
+    w = demo_window
+    tables = w.tables
+    assert tables.signature.rowCount() == 0  # behind Source: not filled yet
+    w.dock_tables.raise_()  # the user clicks its tab
+    program = w.current_tab().view.program
+    want = len(program.input_specs) + len(program.output_specs)
+    qtbot.waitUntil(lambda: tables.signature.rowCount() == want, timeout=5000)
+    assert tables.records.rowCount() == len(w.current_tab().doc.archive.records)
+    names = {tables.signature.item(r, 2).text() for r in range(want)}
+    assert names == {s.name for s in [*program.input_specs, *program.output_specs]}

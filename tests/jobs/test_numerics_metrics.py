@@ -52,22 +52,28 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_float_metrics_equal_numpy_and_assert_close(case):
-    gen = torch.Generator().manual_seed(0)
-    ref = torch.randn(64, 33, generator=gen)
-    ref[0, :5] = 0.0  # zeros: left out of max_rel
-    cand = CASES[case](ref)
+def _compared_like_numpy(ref, cand) -> dict:
+    """compare()'s record, its float metrics and tolerance ratio checked against numpy's."""
     got = compare(torch, ref, cand, None, None).record()
     want = _numpy_metrics(ref, cand)
     for key in ("max_abs", "max_rel", "mean_abs"):
         assert got[key] == pytest.approx(want[key], rel=1e-12, abs=0.0), key
     assert got["cosine"] == pytest.approx(want["cosine"], rel=1e-12)
     assert got["rel_l2"] == pytest.approx(want["rel_l2"], rel=1e-9)
-    assert got["passes"] == _torch_passes(ref, cand)
     d, abs_r = want["bound"]
     rtol, atol = default_tolerances(ref.dtype, cand.dtype)
     assert got["tol_ratio"] == pytest.approx(float((d / (atol + rtol * abs_r)).max()), rel=1e-12)
+    return got
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_float_metrics_equal_numpy_and_assert_close(case):
+    gen = torch.Generator().manual_seed(0)
+    ref = torch.randn(64, 33, generator=gen)
+    ref[0, :5] = 0.0  # zeros: left out of max_rel
+    cand = CASES[case](ref)
+    got = _compared_like_numpy(ref, cand)
+    assert got["passes"] == _torch_passes(ref, cand)
     assert (got["rtol"], got["atol"]) == default_tolerances(ref.dtype, cand.dtype)
     assert got["nan"] == bool(torch.isnan(cand).any() or torch.isnan(ref).any())
     assert got["inf"] == bool(torch.isinf(cand).any())
@@ -177,13 +183,5 @@ def test_a_tensor_of_several_chunks_equals_numpy():
     ref[CHUNK + 1] = 0.0
     cand = ref.to(torch.bfloat16)
     cand[-1] = ref[-1] + 100.0
-    got = compare(torch, ref, cand, None, None).record()
-    want = _numpy_metrics(ref, cand)
-    for key in ("max_abs", "max_rel", "mean_abs"):
-        assert got[key] == pytest.approx(want[key], rel=1e-12, abs=0.0), key
-    assert got["cosine"] == pytest.approx(want["cosine"], rel=1e-12)
-    assert got["rel_l2"] == pytest.approx(want["rel_l2"], rel=1e-9)
-    d, abs_r = want["bound"]
-    rtol, atol = default_tolerances(ref.dtype, cand.dtype)
-    assert got["tol_ratio"] == pytest.approx(float((d / (atol + rtol * abs_r)).max()), rel=1e-12)
+    got = _compared_like_numpy(ref, cand)
     assert got["passes"] == _torch_passes(ref, cand)
