@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from inspector.core.byte_sizes import format_bytes
 from inspector.core.dtypes import DTYPE_ITEMSIZE
 from inspector.core.errors import InspectorError
 from inspector.core.frames import parse_module_stack
@@ -82,18 +83,6 @@ def parse_size(text: str) -> int:
     if value <= 0:
         raise MemoryPlanError(f"--budget {text!r} is not a positive size")
     return int(value)
-
-
-def format_bytes(n: float | int | None) -> str:
-    """1536 -> '1.50 KiB' (binary units, as allocators and GPU specs count)."""
-    if n is None:
-        return "?"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{int(value)} B" if unit == "B" else f"{value:.2f} {unit}"
-        value /= 1024
-    return f"{value:.2f} TiB"
 
 
 @dataclass(frozen=True, slots=True)

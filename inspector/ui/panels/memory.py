@@ -4,9 +4,9 @@ The plan is core/memory_plan.py (the `memory` command's): the model is built onc
 program off the GUI thread (Document.tasks, key "memory", so closing the document
 cancels it), then every change of a Dim spin box or of the budget re-plans on the GUI
 thread (a few milliseconds even at 100,000 nodes: tests/benchmarks/bench_memory.py) and
-redraws at once. The chart (ui/widgets/memory_chart.py) marks the peak and draws the budget line; a
-click selects the nearest node through the selection model, and the node the listing
-is on is marked in the chart (it follows `workspace.selection`). Each node's live bytes
+redraws at once. The chart (ui/widgets/memory_chart.py) marks the peak and draws the
+budget line; a click selects the nearest node through the selection model, and the
+node the listing is on is marked in the chart (it follows `workspace.selection`). Each node's live bytes
 go to the listing's gutter as heat and each module's peak to the module tree
 (an AnnotationLayer "memory").
 """
@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from inspector.core.annotations import AnnotationLayer, Heat
+from inspector.core.byte_sizes import format_bytes
 from inspector.ui.plain import plain_tip
 from inspector.ui.selection import PLACE
 from inspector.ui.widgets.memory_chart import MIB, MemoryChart
@@ -107,7 +108,7 @@ class MemoryPanel(QWidget):
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.summary.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.summary.setMinimumWidth(60)
-        self.chart = MemoryChart()  # its plot is made when it first shows
+        self.chart = MemoryChart()  # its plot is made when it is first painted
         self.chart.nodeClicked.connect(self.select_index)
         self.status_area = StatusArea()
         box = QVBoxLayout(self)
@@ -225,8 +226,6 @@ class MemoryPanel(QWidget):
 
     def replan(self) -> None:
         """Plan at the spin boxes' values and redraw, at once."""
-        from inspector.core.memory_plan import format_bytes  # imported by now: a model exists
-
         model = self.model
         if model is None:
             return
@@ -247,8 +246,6 @@ class MemoryPanel(QWidget):
         self.planned.emit()
 
     def _summary_text(self, plan: MemoryPlan, budget: int | None) -> str:
-        from inspector.core.memory_plan import format_bytes
-
         model = plan.model
         parts = [f"{model.program}: peak {format_bytes(plan.peak_bytes)}"
                  + (f" at {plan.peak_node()}" if plan.peak_node() else ""),
@@ -267,8 +264,6 @@ class MemoryPanel(QWidget):
 
     def _publish(self, plan: MemoryPlan) -> None:
         """Each node's live bytes as the gutter's heat, each module's peak in the tree."""
-        from inspector.core.memory_plan import format_bytes
-
         if self.doc is None or self.program is None:
             return
         model = plan.model

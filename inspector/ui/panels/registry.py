@@ -52,9 +52,10 @@ class PanelSpec:
     area: str = "right"  # "right" (tabbed with Details), "bottom" (with Source), "left", "central"
     tip: str = ""  # status tip of a central panel's mode button
     home: bool = False  # the dock its area's later panels are tabbed with (no scroll area)
-    # Built the first time its dock shows (its mode is chosen, for "central") or someone
-    # asks for it (window.job_panels[key]), not at launch: for a panel that reads the workspace's state when it is built and
-    # puts nothing on the other views until it is used. The window then shows sooner
+    # Built the first time its dock shows (its mode is chosen, for "central") or
+    # someone asks for it (window.job_panels[key]), not at launch: for a panel that
+    # reads the workspace's state when it is built and puts nothing on the other views
+    # until it is used. The window then shows sooner
     # (issue 33: Export alone costs ~0.17 s, superqt's import; the five ~0.26 s of ~0.5 s;
     # Run ~0.13 s, pyqtgraph's import with it).
     lazy: bool = False
