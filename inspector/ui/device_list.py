@@ -3,13 +3,15 @@ imports torch) and shared by the panels that offer a device choice."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QComboBox
 
 from inspector.core.device_choices import CPU, DeviceInfo, parse_devices
-from inspector.ui.job_runner import JobRunner
+
+if TYPE_CHECKING:
+    from inspector.ui.job_runner import JobRunner
 
 
 class DeviceSource(QObject):
@@ -22,11 +24,21 @@ class DeviceSource(QObject):
         super().__init__(parent)
         self.devices: list[DeviceInfo] = [CPU]
         self.torch_version: str | None = None
-        self.runner = JobRunner(self)
-        self.runner.result.connect(self._on_result)
-        self.runner.error.connect(lambda msg, _details: self.failed.emit(msg))
+        self._runner: JobRunner | None = None
         self.asked = False
         self.closed = False
+
+    @property
+    def runner(self) -> JobRunner:
+        """The devices job's runner, made (and the job protocol imported) when first
+        needed: not on the window's way to its first screen."""
+        if self._runner is None:
+            from inspector.ui.job_runner import JobRunner
+
+            self._runner = JobRunner(self)
+            self._runner.result.connect(self._on_result)
+            self._runner.error.connect(lambda msg, _details: self.failed.emit(msg))
+        return self._runner
 
     def refresh(self) -> None:
         """List the devices again (a child that imports torch: a few seconds); nothing
@@ -43,7 +55,8 @@ class DeviceSource(QObject):
 
     def shutdown(self) -> None:
         self.closed = True
-        self.runner.shutdown()
+        if self._runner is not None:
+            self._runner.shutdown()
 
     def _on_result(self, event: dict[str, Any]) -> None:
         self.devices = parse_devices(event)  # core/device_choices.py

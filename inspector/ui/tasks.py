@@ -19,6 +19,11 @@ back on the GUI thread.
 - `cancel()` drops every pending outcome; queued tasks never start. `close(then)`
   cancels and runs `then` once no task of the group is running any more: a Document
   closes its archive only after the last task that reads it has returned.
+- `gated=True`: the task waits for the group's gate (`gate_until(signal, max_ms)`)
+  to open before it is handed to the pool; a group without a gate starts it at
+  once. A Document gates work for what its first screen does not show (the audit's
+  marks, the memory plan) until its listing has painted: a Python task holds the GIL
+  against the GUI thread that paints.
 
 A thin layer of superqt's `create_worker` shape on QThreadPool/QRunnable: the group
 knows exactly which of its tasks are still running (superqt's workers run on the global
@@ -32,7 +37,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
 
 from inspector.core.errors import InspectorError
 from inspector.ui.gui_gc import collect_on_gui_thread
@@ -141,12 +146,27 @@ class TaskGroup(QObject):
         self.pool = pool
         self._live: dict[Task, tuple[Done | None, Failed | None, Callable[[], Any] | None]] = {}
         self._closing: list[Callable[[], Any]] = []
+        self._gated: list[Task] | None = None  # None: the gate is open (or there is none)
+
+    def gate_until(self, signal: Any, max_ms: int) -> None:
+        """Hold the tasks started with gated=True until `signal` fires or `max_ms`
+        have passed, whichever comes first; then the gate stays open."""
+        if self._gated is None:
+            self._gated = []
+            signal.connect(self.open_gate)
+            QTimer.singleShot(max_ms, self, self.open_gate)
+
+    def open_gate(self) -> None:
+        """Start the held tasks (in the order they were started) and every later one."""
+        held, self._gated = self._gated, None
+        for task in held or ():
+            self.pool.start(task)
 
     def start(self, fn: Callable[..., Any], *args: Any, on_done: Done | None = None,
               on_fail: Failed | None = None, on_progress: Callable[[float], Any] | None = None,
               on_partial: Callable[[Any], Any] | None = None,
               on_end: Callable[[], Any] | None = None, key: str | None = None,
-              context: bool = False) -> Task:
+              context: bool = False, gated: bool = False) -> Task:
         if key is not None:
             self.cancel(key)
         collect_on_gui_thread()  # no cycle collection on the worker: see gui_gc.py
@@ -163,7 +183,10 @@ class TaskGroup(QObject):
                 signal.connect(lambda v, t=task, slot=slot: None if t.cancelled else slot(v))
         if not was_busy:
             self.busyChanged.emit(True)
-        self.pool.start(task)
+        if gated and self._gated is not None:
+            self._gated.append(task)
+        else:
+            self.pool.start(task)
         return task
 
     def _on_ended(self, outcome: tuple[Any, ...]) -> None:
@@ -204,7 +227,10 @@ class TaskGroup(QObject):
         for task in list(self._live):
             if key is None or task.key == key:
                 task.cancel()
-                if self.pool.tryTake(task):  # never started: it ends here
+                held = self._gated is not None and any(t is task for t in self._gated)
+                if held:
+                    self._gated = [t for t in self._gated if t is not task]
+                if held or self.pool.tryTake(task):  # never started: it ends here
                     task.finished.set()
                     self._ended(task, ("failed", "cancelled", ""))
 

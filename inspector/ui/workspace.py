@@ -329,6 +329,8 @@ class Workspace(QObject):
             return
         doc = Document(model, self.pool, self)
         doc.stamp = stamp
+        # what panels start for the parts off the first screen waits for its paint
+        doc.tasks.gate_until(doc.listingPainted, PAINT_WAIT_MS)
         if view is not None:
             doc.shown_program = view.name
         self.documents.append(doc)

@@ -144,3 +144,37 @@ def test_the_tables_fill_when_their_tab_is_in_front_and_catch_up(qtbot, demo_win
     assert tables.records.rowCount() == len(w.current_tab().doc.archive.records)
     names = {tables.signature.item(r, 2).text() for r in range(want)}
     assert names == {s.name for s in [*program.input_specs, *program.output_specs]}
+
+
+def test_the_audit_and_the_memory_plan_start_after_the_first_screen_painted(qtbot, monkeypatch):
+    """Work for what the first screen does not show waits for its paint: a Python task
+    on the pool holds the GIL against the GUI thread that paints the listing."""
+    from inspector.ui.panels import audit as audit_panel
+    from inspector.ui import workspace as workspace_module
+    from inspector.ui.panels import memory as memory_panel
+
+    events: list[str] = []
+
+    def recorded(name, fn):
+        def run(*args, **kwargs):
+            events.append(name)  # on the worker thread, when the task starts
+            return fn(*args, **kwargs)
+        return run
+
+    monkeypatch.setattr(audit_panel, "audit_opened", recorded("audit", audit_panel.audit_opened))
+    monkeypatch.setattr(memory_panel, "build_model", recorded("memory", memory_panel.build_model))
+    # the gate's fallback (a tab never painted) must not open it on a loaded machine
+    monkeypatch.setattr(workspace_module, "PAINT_WAIT_MS", 60_000)
+    w = _shown_window(qtbot)
+    try:
+        w.workspace.documentOpened.connect(
+            lambda doc: doc.listingPainted.connect(lambda: events.append("painted")))
+        w.open_archive(DEMO)
+        qtbot.waitUntil(lambda: {"audit", "memory"} <= set(events), timeout=60000)
+        assert events.index("painted") < events.index("audit")
+        assert events.index("painted") < events.index("memory")
+        assert events.count("audit") == 1  # the one asked for twice at open ran once
+        memory = w.job_panels["memory"]
+        qtbot.waitUntil(lambda: memory.plan is not None, timeout=30000)
+    finally:
+        w.close()

@@ -95,6 +95,63 @@ def test_close_runs_its_callback_only_after_the_running_task_returned(qtbot, gro
     assert closed == [True] and got == []  # the outcome was dropped
 
 
+def test_gated_tasks_wait_for_the_gate_and_start_in_order(qtbot, group):
+    from PySide6.QtCore import QObject, Signal
+
+    class Painter(QObject):
+        painted = Signal()
+
+    painter = Painter()
+    ran, got = [], []
+    group.gate_until(painter.painted, 60_000)  # only the signal can open it here
+    group.start(lambda: ran.append("gated 1") or 1, on_done=got.append, gated=True)
+    group.start(lambda: ran.append("now") or 0, on_done=got.append)  # not gated: at once
+    qtbot.waitUntil(lambda: got == [0], timeout=5000)
+    stale = group.start(lambda: ran.append("stale") or -1, on_done=got.append, gated=True,
+                        key="audit")
+    group.start(lambda: ran.append("gated 2") or 2, on_done=got.append, gated=True,
+                key="audit")  # replaces the stale one while both wait
+    assert stale.cancelled and stale.finished.is_set() and group.busy()
+    qtbot.wait(50)
+    assert ran == ["now"]  # the gated ones still wait
+    painter.painted.emit()
+    qtbot.waitUntil(lambda: len(got) == 3, timeout=5000)
+    assert ran == ["now", "gated 1", "gated 2"] and got == [0, 1, 2]
+    group.start(lambda: 3, on_done=got.append, gated=True)  # open for good now
+    qtbot.waitUntil(lambda: len(got) == 4, timeout=5000)
+    assert not group.busy()
+
+
+def test_a_gate_opens_by_itself_when_its_signal_never_comes(qtbot, group):
+    from PySide6.QtCore import QObject, Signal
+
+    class Painter(QObject):
+        painted = Signal()
+
+    painter = Painter()
+    got = []
+    group.gate_until(painter.painted, 100)
+    group.start(lambda: "late", on_done=got.append, gated=True)
+    qtbot.waitUntil(lambda: got == ["late"], timeout=5000)
+
+
+def test_cancelling_a_group_ends_its_gated_tasks(qtbot, group):
+    from PySide6.QtCore import QObject, Signal
+
+    class Painter(QObject):
+        painted = Signal()
+
+    painter = Painter()
+    ran, ended, closed = [], [], []
+    group.gate_until(painter.painted, 60_000)
+    task = group.start(lambda: ran.append(1), gated=True, on_end=lambda: ended.append(1))
+    group.close(lambda: closed.append(True))
+    assert task.cancelled and task.finished.is_set() and ended == [1] and closed == [True]
+    painter.painted.emit()
+    qtbot.wait(50)
+    assert ran == [] and not group.busy()
+
+
 def test_stop_asks_a_context_task_and_still_delivers(qtbot, group):
     started, failed, progress = threading.Event(), [], []
 

@@ -283,7 +283,7 @@ class AuditPanel(QWidget):
             listings = {n: v.listing for n, v in doc.views.items()}
             self._audit_task = doc.tasks.start(
                 audit_opened, path, doc.archive, listings, target,
-                on_done=self._audited, on_fail=self._failed, key=AUDIT_SOURCE)
+                on_done=self._audited, on_fail=self._failed, key=AUDIT_SOURCE, gated=True)
         else:
             self._audit_task = self.tasks.start(
                 audit_file, path, target, on_done=self._audited, on_fail=self._failed,

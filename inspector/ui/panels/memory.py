@@ -157,7 +157,7 @@ class MemoryPanel(QWidget):
         doc = self.doc
         doc.tasks.start(build_model, doc.archive, program, doc.view(program), key=SOURCE,
                         on_done=lambda model, p=program, d=doc: self._model_ready(d, p, model),
-                        on_fail=self._failed)
+                        on_fail=self._failed, gated=True)
 
     def _model_ready(self, doc: Document, program: str, model: MemoryModel) -> None:
         if doc is not self.doc or program != self.program:
