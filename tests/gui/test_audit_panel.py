@@ -186,3 +186,21 @@ def test_the_explanation_follows_the_target(qtbot, no_leaks, window, toy_tab, to
     f = current.data(0, Qt.ItemDataRole.UserRole + 1)
     assert f.rule == DEVICE_LITERAL and f.severity == ERROR
     audit.shutdown()
+
+
+def test_leaving_the_target_field_unchanged_audits_nothing(qtbot, audited):
+    """Focus leaving the target field (editingFinished) with the same text keeps the
+    report and the status line (a retarget's answer was wiped when the new tab took
+    the focus); a changed text audits again."""
+    window, audit = audited
+    audit.status_area.set_status("Rewrote 19 device literals")
+    edit = audit.target.lineEdit()
+    edit.editingFinished.emit()
+    assert audit.status.text() == "Rewrote 19 device literals"
+    assert audit.counts_label.text() != "Auditing…" and audit.report.target == "cuda"
+    edit.setText("cpu")
+    edit.editingFinished.emit()
+    qtbot.waitUntil(lambda: audit.report.target == "cpu", timeout=60000)
+    assert audit.status.text() == ""
+    audit.set_target("cuda")
+    qtbot.waitUntil(lambda: audit.report.target == "cuda", timeout=60000)

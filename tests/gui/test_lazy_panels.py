@@ -178,3 +178,45 @@ def test_the_audit_and_the_memory_plan_start_after_the_first_screen_painted(qtbo
         qtbot.waitUntil(lambda: memory.plan is not None, timeout=30000)
     finally:
         w.close()
+
+
+def test_the_soon_panels_are_built_after_the_first_screen_without_a_click(qtbot, monkeypatch):
+    from inspector.ui import workspace as workspace_module
+    from inspector.ui.window import docks as docks_module
+
+    soon = [spec.key for spec in registry.PANELS if spec.soon]
+    assert {"audit", "memory", "shapes"} <= set(soon)
+    # only the first paint may build them here, not the fallback timer
+    monkeypatch.setattr(docks_module, "SOON_MS", 60_000)
+    monkeypatch.setattr(workspace_module, "PAINT_WAIT_MS", 60_000)
+    w = _shown_window(qtbot)
+    try:
+        assert [k for k in soon if w.job_panels.is_built(k)] == []  # not at launch
+        painted: list[bool] = []
+        w.workspace.documentOpened.connect(lambda doc: doc.listingPainted.connect(
+            lambda: painted.append([k for k in soon if w.job_panels.is_built(k)] == [])))
+        w.open_archive(DEMO)
+        qtbot.waitUntil(lambda: all(w.job_panels.is_built(k) for k in soon), timeout=60000)
+        assert painted and painted[0]  # none was built before the first paint
+        # what they publish reaches the listing with their tabs still behind Details
+        tab = w.current_tab()
+        qtbot.waitUntil(lambda: bool(tab.listing.line_marks()), timeout=60000)
+        report = w.job_panels.audit.report
+        assert report is not None and report.path == str(DEMO)
+        lines = {f.line for f in report.findings if f.line is not None
+                 and f.program == tab.view.name}
+        assert lines and lines <= set(tab.listing.line_marks())
+    finally:
+        w.close()
+
+
+def test_the_soon_panels_are_built_on_an_empty_window_too(qtbot, monkeypatch):
+    from inspector.ui.window import docks as docks_module
+
+    monkeypatch.setattr(docks_module, "SOON_MS", 50)
+    w = _shown_window(qtbot)
+    try:
+        soon = [spec.key for spec in registry.PANELS if spec.soon]
+        qtbot.waitUntil(lambda: all(w.job_panels.is_built(k) for k in soon), timeout=10000)
+    finally:
+        w.close()

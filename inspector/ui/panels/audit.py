@@ -88,6 +88,7 @@ class AuditPanel(QWidget):
         self.workspace.currentChanged.connect(lambda _doc: self._follow_current())
         self.workspace.programIndexed.connect(self._listing_whole)
         self._waiting: str | None = None  # path audited once its listing is whole
+        self._follow_current()  # built after an archive opened: audit it now
 
     # -- layout --
     def _build(self) -> None:
@@ -170,6 +171,9 @@ class AuditPanel(QWidget):
         layout.addWidget(self.split, 1)
         layout.addWidget(self.detail)
 
+        # the target as last acted on: leaving the field (editingFinished) with the
+        # text unchanged must not audit again (nor clear the retarget's status line)
+        self._target_text = self.target.currentText()
         self.target.currentIndexChanged.connect(self._target_changed)
         self.target.lineEdit().editingFinished.connect(self._target_changed)
         self.retarget_button.clicked.connect(self._retarget_dialog)
@@ -222,6 +226,9 @@ class AuditPanel(QWidget):
         return None
 
     def _target_changed(self, *_: object) -> None:
+        if self.target.currentText() == self._target_text:
+            return
+        self._target_text = self.target.currentText()
         problem = self._target_problem()
         self.target.setStyleSheet("" if not problem else "QComboBox { border: 1px solid %s; }"
                                   % current_theme().severity["error"].name())

@@ -59,6 +59,12 @@ class PanelSpec:
     # (issue 33: Export alone costs ~0.17 s, superqt's import; the five ~0.26 s of ~0.5 s;
     # Run ~0.13 s, pyqtgraph's import with it).
     lazy: bool = False
+    # Built right after the first screen is on screen (a document's listing painted,
+    # or SOON_MS after launch when none is opened), not on demand: for a panel that
+    # puts something on the other views without being used (the audit's marks in
+    # the listing, the memory plan's bytes in Details and the module tree), kept off
+    # the way to the first screen.
+    soon: bool = False
 
 
 def _modules(ws: Workspace, services: PanelServices) -> QWidget:
@@ -150,14 +156,14 @@ HOME_PANELS: list[PanelSpec] = [
 ]
 
 PANELS: list[PanelSpec] = [
-    PanelSpec("audit", "Audit", _audit, "right"),
+    PanelSpec("audit", "Audit", _audit, "right", soon=True),
     PanelSpec("export", "Export", _export, "right", lazy=True),
-    PanelSpec("shapes", "Shapes", _shapes, "right"),
+    PanelSpec("shapes", "Shapes", _shapes, "right", soon=True),
     PanelSpec("run", "Run", _run, "central",
               "time the archive's generator on a device, charted live", lazy=True),
     PanelSpec("weights", "Weights", _weights, "bottom", lazy=True),
     PanelSpec("profile", "Profile", _profile, "bottom", lazy=True),
     PanelSpec("numerics", "Numerics", _numerics, "bottom", lazy=True),
     PanelSpec("graph", "Graph", _graph, "right", lazy=True),
-    PanelSpec("memory", "Memory", _memory, "bottom"),
+    PanelSpec("memory", "Memory", _memory, "bottom", soon=True),
 ]

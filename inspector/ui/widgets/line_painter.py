@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QAbstractScrollArea, QWidget
 
 from inspector.core.line_highlight import SYMBOL
 from inspector.ui.widgets.theme import Theme, code_font, symbol_color
+from inspector.ui.widgets.viewport import own_viewport
 
 LAYOUT_CACHE = 4000  # shaped lines kept (a screen is < 100)
 IDLE_SLICE_S = 0.004  # shaping ahead stays well inside a frame
@@ -115,6 +116,7 @@ class RowsArea(QAbstractScrollArea):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        own_viewport(self)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)

@@ -3,11 +3,16 @@ node table and the module tree's time column read "where the time goes" at a gla
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import QModelIndex, QRectF, Qt
 from PySide6.QtGui import QColor, QPainter
-from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
+from PySide6.QtWidgets import QStyledItemDelegate, QWidget
 
 from inspector.ui.widgets.theme import current_theme
+
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QStyleOptionViewItem
 
 SHARE_ROLE = Qt.ItemDataRole.UserRole + 7  # float 0..1: how much of the bar to fill
 
@@ -22,6 +27,11 @@ class ShareBarDelegate(QStyledItemDelegate):
         if not isinstance(share, (int, float)):
             super().paint(painter, option, index)
             return
+        # Imported on the first bar drawn: touching QStyle from Python makes its
+        # Python enums (hundreds of members), ~30 ms that the window's launch, whose
+        # module tree has no time column yet, need not pay.
+        from PySide6.QtWidgets import QStyle, QStyleOptionViewItem
+
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
         style = opt.widget.style() if opt.widget is not None else None

@@ -8,7 +8,7 @@ line the trace recorded.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QSyntaxHighlighter, QTextCharFormat, QTextCursor, QTextFormat
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -69,6 +69,18 @@ class _Highlighter(QSyntaxHighlighter):
             self.setFormat(s, e - s, fmt)
 
 
+class _SourceEditor(QPlainTextEdit):
+    """The source text; `released` after a mouse button is let go over it. (Not an
+    event filter on its viewport: fetching that C++-made widget from Python costs
+    ~40 Python enums the first time, inspector/ui/widgets/viewport.py.)"""
+
+    released = Signal()
+
+    def mouseReleaseEvent(self, event) -> None:  # noqa: N802
+        super().mouseReleaseEvent(event)
+        self.released.emit()
+
+
 class SourcePane(QWidget):
     sourceLineSelected = Signal(str, int)  # file, 1-based line: "which nodes came from here?"
     navigateNodes = Signal(bool)  # backwards?
@@ -103,14 +115,14 @@ class SourcePane(QWidget):
         bar.addWidget(self.prev_btn)
         bar.addWidget(self.next_btn)
         lay.addLayout(bar)
-        self.editor = QPlainTextEdit(self)
+        self.editor = _SourceEditor(self)
         self.editor.setObjectName("sourceEditor")
         self.editor.setReadOnly(True)
         self.editor.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.editor.setFont(code_font())
         self.editor.cursorPositionChanged.connect(self._cursor_moved)
         # a click on the line already under the cursor moves nothing: catch it too
-        self.editor.viewport().installEventFilter(self)
+        self.editor.released.connect(self._cursor_moved)
         lay.addWidget(self.editor, 1)
         self.highlighter = _Highlighter(self, self.theme)  # attached once spans are known
         self._lexing = TaskGroup(None, self)  # its own thread: lexing is slow Python
@@ -224,11 +236,6 @@ class SourcePane(QWidget):
         """1-based line of the marked line in the editor."""
         sels = self.editor.extraSelections()
         return sels[0].cursor.blockNumber() + 1 if sels else 0
-
-    def eventFilter(self, obj, event) -> bool:  # noqa: N802
-        if event.type() == QEvent.Type.MouseButtonRelease and obj is self.editor.viewport():
-            self._cursor_moved()
-        return False
 
     def _cursor_moved(self) -> None:
         if self._quiet or self.missing or self._file is None:

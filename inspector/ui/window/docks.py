@@ -4,7 +4,9 @@ The window calls `install_panels(window, workspace)` once, at construction. Noth
 heavy happens here: no child process starts until a panel is used (the device list is
 asked for the first time a panel offering devices is shown), and the audit runs when an
 archive opens. A lazy panel (PanelSpec.lazy) is not even built: its dock holds an empty
-placeholder until the dock first shows or the panel is asked for by key. When the window closes, every panel's child process and task is stopped.
+placeholder until the dock first shows or the panel is asked for by key. A soon panel
+(PanelSpec.soon) waits the same way, and is built anyway once the first screen is on
+screen. When the window closes, every panel's child process and task is stopped.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt, QTimer
 from PySide6.QtWidgets import QDockWidget, QWidget
 
 from inspector.ui.device_list import DeviceSource
@@ -25,6 +27,10 @@ if TYPE_CHECKING:
     from inspector.ui.window.main_window import MainWindow
 
 log = logging.getLogger(__name__)
+
+# A soon panel is built at the latest this long after launch (no archive opened,
+# or its listing never painted).
+SOON_MS = 1500
 
 AREAS = {
     "right": Qt.DockWidgetArea.RightDockWidgetArea,
@@ -114,8 +120,11 @@ def install_panels(window: MainWindow, workspace: Workspace) -> DockedPanels:
     devices = DeviceSource(window)
     docked = DockedPanels(devices)
     services = PanelServices(devices)
+    soon: list[str] = []
     for spec in registry.PANELS:  # read now: a panel registered before the window counts
-        if spec.lazy:
+        if spec.soon:
+            soon.append(spec.key)
+        if spec.lazy or spec.soon:
             if spec.area == "central":
                 _page_unbuilt(window, workspace, services, docked, spec)
             else:
@@ -132,11 +141,30 @@ def install_panels(window: MainWindow, workspace: Workspace) -> DockedPanels:
             docked.docks[spec.key] = window.add_panel(spec.title, panel, AREAS[spec.area])
     window.dock_source.raise_()
     window.dock_details.raise_()
+    _build_after_first_screen(window, workspace, docked, soon)
     window.installEventFilter(_CloseWatcher(window, docked))
     app = QCoreApplication.instance()
     if app is not None:
         app.aboutToQuit.connect(docked.shutdown)
     return docked
+
+
+def _build_after_first_screen(window: MainWindow, workspace: Workspace, docked: DockedPanels,
+                              keys: list[str]) -> None:
+    """Build the soon panels `keys` once a document's listing has painted (after the
+    paint, from the event loop), or SOON_MS from now, whichever comes first."""
+    if not keys:
+        return
+
+    def build() -> None:
+        for key in keys:
+            docked.build_pending(key)  # once: a built panel is not built again
+
+    def opened(doc: Any) -> None:
+        doc.listingPainted.connect(lambda: QTimer.singleShot(0, window, build))
+
+    workspace.documentOpened.connect(opened)
+    QTimer.singleShot(SOON_MS, window, build)
 
 
 def _build(spec: registry.PanelSpec, workspace: Workspace, services: PanelServices
