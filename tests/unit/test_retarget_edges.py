@@ -18,10 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from audit_models import devices_pt2, serialized_devices  # noqa: F401 (fixtures)
+from audit_models import devices_pt2, serialized_devices, two_pt2  # noqa: F401 (fixtures)
 
 from inspector.core.archive import ArchiveError
-from inspector.core.retarget import RetargetCancelled, RetargetError, retarget
+from inspector.core.retarget import RetargetCancelled, RetargetError, retarget, rewrite_devices
 
 CANCELLED = "^retarget cancelled; nothing was written$"
 
@@ -299,3 +299,85 @@ def test_padding_is_torchs_extra_field_and_dirs_stay_empty(devices_pt2: Path,
             assert set(extra[4:4 + size]) <= fillers, info.filename
         d = z.getinfo(f"{top}/extra/folder/")
         assert d.is_dir() and d.file_size == 0 and z.read(d) == b""
+
+
+# --- what is rewritten where --------------------------------------------------------
+
+def test_device_already_on_target_does_not_stop_the_walk() -> None:
+    new = {"type": "cuda", "index": 0}
+    # an unchanged device first, then more to rewrite in the same object
+    doc = {"device": dict(new), "inner": {"device": {"type": "cpu", "index": None}},
+           "as_device": {"type": "cpu", "index": None}}
+    counts, olds = rewrite_devices(doc, new)
+    assert dict(counts) == {"unchanged": 1, "device": 1, "as_device": 1}
+    assert dict(olds) == {"cpu": 1}
+    assert doc == {"device": new, "inner": {"device": new}, "as_device": new}
+
+
+def test_config_devices_under_either_key_are_counted(devices_pt2: Path, tmp_path: Path) -> None:
+    def add_as_device(rel: str, data: bytes) -> bytes:
+        if not rel.endswith("_weights_config.json"):
+            return data
+        doc = json.loads(data)
+        doc["extra"] = {"as_device": {"type": "cpu", "index": None}}
+        return json.dumps(doc).encode()
+
+    src = _variant(devices_pt2, tmp_path / "as_device.pt2", change=add_as_device)
+    out = tmp_path / "out.pt2"
+    (change,) = retarget(src, out, "cuda:0").programs
+    with zipfile.ZipFile(src) as a, zipfile.ZipFile(out) as b:
+        configs = [n for n in a.namelist() if n.endswith("_config.json")]
+        want = sum(len(serialized_devices(json.loads(a.read(n)))) for n in configs)
+        written = [d for n in configs for d in serialized_devices(json.loads(b.read(n)))]
+    assert change.payloads == want == 5
+    assert len(written) == want and all(d == {"type": "cuda", "index": 0} for d in written)
+
+
+def test_constants_config_without_a_weights_config(devices_pt2: Path, tmp_path: Path) -> None:
+    src = _variant(devices_pt2, tmp_path / "constants.pt2",
+                   change=lambda rel, data: None if rel.startswith("data/weights/") else data)
+    out = tmp_path / "out.pt2"
+    (change,) = retarget(src, out, "cuda:0").programs
+    top = _top(src)
+    with zipfile.ZipFile(src) as a, zipfile.ZipFile(out) as b:
+        rel = f"{top}/data/constants/model_constants_config.json"
+        want = serialized_devices(json.loads(a.read(rel)))
+        got = serialized_devices(json.loads(b.read(rel)))
+    assert change.payloads == len(want) == 1
+    assert got == [{"type": "cuda", "index": 0}]
+
+
+def test_notes_list_every_program_left(two_pt2: Path, tmp_path: Path) -> None:
+    # a third program: the first one's records under another name
+    top = _top(two_pt2)
+    with zipfile.ZipFile(two_pt2) as z:
+        copies = {rel.replace("first", "third"): z.read(f"{top}/{rel}")
+                  for rel in (n[len(top) + 1:] for n in z.namelist())
+                  if rel.startswith(("models/first", "data/weights/first", "data/constants/first"))}
+    src = _variant(two_pt2, tmp_path / "three.pt2", extra=copies)
+    result = retarget(src, tmp_path / "out.pt2", "cuda", programs=["second"])
+    assert [n for n in result.notes if n.startswith("programs left")] == [
+        "programs left as they were: first, third"]
+
+
+def test_program_the_reader_refuses_is_refused_by_name(devices_pt2: Path,
+                                                       tmp_path: Path) -> None:
+    src = _variant(devices_pt2, tmp_path / "broken.pt2",
+                   change=lambda rel, data: b'{"graph_module": 3}' if rel == "models/model.json"
+                   else data)
+    with pytest.raises(ArchiveError, match="^program 'model' "):
+        retarget(src, tmp_path / "out.pt2", "cuda")
+    assert _names(tmp_path) == {"broken.pt2"}
+
+
+def test_program_too_deep_to_write_back_is_refused_by_record(devices_pt2: Path,
+                                                             tmp_path: Path) -> None:
+    def deepen(rel: str, data: bytes) -> bytes:
+        if rel != "models/model.json":
+            return data
+        return data.rstrip()[:-1] + b', "deep": ' + b"[" * 1010 + b"]" * 1010 + b"}"
+
+    src = _variant(devices_pt2, tmp_path / "deep.pt2", change=deepen)
+    with pytest.raises(RetargetError, match="^record models/model.json cannot be written back"):
+        retarget(src, tmp_path / "out.pt2", "cuda")
+    assert _names(tmp_path) == {"deep.pt2"}
