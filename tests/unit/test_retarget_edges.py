@@ -188,8 +188,10 @@ def test_config_deeper_than_orjson_writes_is_written_back(devices_pt2: Path,
     assert b" " not in raw.replace("poids é ☃".encode(), b"")  # compact, as torch's
 
 
-def test_config_too_deep_to_write_back_is_refused(devices_pt2: Path, tmp_path: Path) -> None:
-    rel = "data/weights/model_weights_config.json"
+@pytest.mark.parametrize("which", ["weights", "constants"])
+def test_config_too_deep_to_write_back_is_refused(devices_pt2: Path, tmp_path: Path,
+                                                  which: str) -> None:
+    rel = f"data/{which}/model_{which}_config.json"  # named as the archive stores it
 
     def deepen(r: str, data: bytes) -> bytes:
         if r != rel:
@@ -260,6 +262,7 @@ def test_seconds_is_the_time_the_call_took(devices_pt2: Path, tmp_path: Path) ->
     result = retarget(devices_pt2, tmp_path / "out.pt2", "cuda")
     took = time.perf_counter() - before
     assert 0 < result.seconds <= took
+    assert result.dtype == "" and result.as_dict()["dtype"] == ""  # no --dtype given
     assert result.as_dict()["seconds"] == round(result.seconds, 3)
 
 
