@@ -169,6 +169,30 @@ def test_histogram_of_bools_warns_nothing() -> None:
     assert h.counts.tolist() == [int((~x).sum()), int(x.sum())]
 
 
+def test_histogram_defaults_and_nothing_finite() -> None:
+    x = rng.normal(0, 1, 100).astype(np.float32)
+    h = histogram(ChunkReader({"w": x}), weight(F32, 100))  # 64 bins unless told
+    counts, edges = np.histogram(x, bins=64, range=(float(x.min()), float(x.max())))
+    assert h.counts.tolist() == counts.tolist() and np.allclose(h.edges, edges)
+    h = histogram(ChunkReader({"w": np.full(3, np.nan, np.float32)}), weight(F32, 3), 4)
+    assert h.of == "values" and h.counts.dtype == np.int64 and h.counts.tolist() == [0] * 4
+
+
+def test_histogram_of_bools_all_false() -> None:
+    x = np.zeros(5, bool)
+    h = histogram(ChunkReader({"w": x}), weight(BOOL, 5), 64)
+    counts, edges = np.histogram(x.astype(np.uint8), bins=2, range=(0.0, 1.0))
+    assert h.counts.tolist() == counts.tolist() and h.edges.tolist() == edges.tolist()
+
+
+def test_no_bools_and_two_complex_values() -> None:
+    s = compute_stats(ChunkReader({"w": np.zeros(0, bool)}), weight(BOOL, 0))
+    assert (s.nan, s.inf, s.zeros, s.std) == (0, 0, 0, None)
+    z = np.array([1 + 2j, -3 + 0.5j], np.complex128)
+    s = compute_stats(ChunkReader({"w": z}), weight(11, 2))
+    assert s.std == pytest.approx(float(torch.from_numpy(z).std()), rel=1e-12)
+
+
 # --- rows of a real archive -----------------------------------------------------------
 
 def test_weight_row_asks_about_its_own_weight() -> None:
