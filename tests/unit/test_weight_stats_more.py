@@ -29,7 +29,7 @@ from inspector.core.weight_stats import (
 )
 from inspector.core.weights import BLOCK_ELEMENTS, WeightInfo
 
-F32, F64, I32, BOOL, C64 = 7, 8, 4, 12, 10
+F32, F64, BOOL, C64, C128 = 7, 8, 12, 10, 11
 DATA = Path(__file__).resolve().parents[1] / "data"
 rng = np.random.default_rng(2028)
 
@@ -189,7 +189,7 @@ def test_no_bools_and_two_complex_values() -> None:
     s = compute_stats(ChunkReader({"w": np.zeros(0, bool)}), weight(BOOL, 0))
     assert (s.nan, s.inf, s.zeros, s.std) == (0, 0, 0, None)
     z = np.array([1 + 2j, -3 + 0.5j], np.complex128)
-    s = compute_stats(ChunkReader({"w": z}), weight(11, 2))
+    s = compute_stats(ChunkReader({"w": z}), weight(C128, 2))
     assert s.std == pytest.approx(float(torch.from_numpy(z).std()), rel=1e-12)
 
 
