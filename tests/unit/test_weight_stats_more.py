@@ -75,8 +75,14 @@ def test_blocks_of_the_size_asked_for() -> None:
     assert [next(steps), next(steps)] == [0.5, 1.0]
 
 
-def test_blocks_longer_than_the_shared_ones() -> None:
-    # past BLOCK_ELEMENTS: the shared array of ones must grow to the block's length
+def test_blocks_longer_than_the_shared_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    # past BLOCK_ELEMENTS: the shared array of ones must grow to the block's length.
+    # The shared ones are a module cache with no public surface; an empty one makes
+    # this test build them as a process's first call does (mutmut forks each mutant's
+    # run from a process whose cache an earlier run already grew)
+    from inspector.core import weight_stats
+
+    monkeypatch.setattr(weight_stats, "_ONES", {})
     for dtype, code in ((np.float32, F32), (np.float64, F64)):
         x = rng.normal(-2.0, 0.5, 2 * BLOCK_ELEMENTS + 3).astype(dtype)
         s = compute_stats(ChunkReader({"w": x}), weight(code, x.size), block_elements=x.size)
