@@ -43,6 +43,7 @@ from inspector.jobs.graph_run import load_for_run, target_text
 from inspector.jobs.inputs import flat_arguments, user_values
 from inspector.jobs.lockstep import NodeFailed, pairs, steps
 from inspector.jobs.numerics_spec import NumericsSpec, add_arguments as add_spec, other_program_name
+from inspector.jobs.numerics_views import ComparedValues
 from inspector.jobs.protocol import Emitter
 from inspector.jobs.timed_generation import check_device
 
@@ -225,6 +226,17 @@ def compare_program(torch: Any, spec: NumericsSpec, prepared: Prepared, name: st
             ref_before()
             return compare(*args)
 
+    views = ComparedValues(torch)
+
+    def measure_once(r: Any, c: Any) -> Any:
+        # a view over the elements of a pair already compared has its numbers
+        got = views.lookup(r, c)
+        if got is None:
+            got = measure(torch, r, c, rtol, atol, compare_on)
+            if got is not None:
+                views.remember(r, c, got)
+        return got
+
     last = time.monotonic()
     done = 0
     try:
@@ -239,7 +251,7 @@ def compare_program(torch: Any, spec: NumericsSpec, prepared: Prepared, name: st
                 if rnode.op == "output":
                     if cname is not None:
                         for k, (r, c) in enumerate(zip(rvalue, cvalue)):
-                            got = measure(torch, r, c, rtol, atol, compare_on)
+                            got = measure_once(r, c)
                             if got is not None:
                                 out_records.append({"index": k, **got.record()})
                     continue
@@ -247,7 +259,7 @@ def compare_program(torch: Any, spec: NumericsSpec, prepared: Prepared, name: st
                     if rnode.op != "placeholder" and rvalue is not None:
                         unmatched.append(rnode.name)
                     continue
-                got = measure(torch, rvalue, cvalue, rtol, atol, compare_on)
+                got = measure_once(rvalue, cvalue)
                 rvalue = cvalue = None
                 if got is None:
                     continue

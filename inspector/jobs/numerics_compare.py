@@ -198,7 +198,8 @@ def _tensors(torch: Any, ref: Any, cand: Any, rtol: float | None, atol: float | 
     out.rtol, out.atol = max(out.rtol, rtol), max(out.atol, atol)
     if ref.numel() == 0:
         return
-    if ref.dtype == cand.dtype and torch.equal(ref, cand) and _identical(torch, ref, out):
+    if (ref.dtype == cand.dtype and (_same_tensor(torch, ref, cand) or torch.equal(ref, cand))
+            and _identical(torch, ref, out)):
         return
     stats = _finite_stats(torch, ref, cand, rtol, atol)
     if stats is not None:  # every value finite in both runs
@@ -242,29 +243,58 @@ def _tensors(torch: Any, ref: Any, cand: Any, rtol: float | None, atol: float | 
     out.diff_sq += dsq
 
 
-CHUNK = 1 << 15  # elements: a chunk's float64 scratch (~5 buffers) stays in cache
+# elements: a chunk's float64 rows (5 of them, 2.6 MB) stay in cache; per chunk ~20
+# torch calls and their Python: 2^16 took 0.59 s CPU for GPT-2 25M's bf16 candidate
+# (59M values), 2^15 0.75 s, 2^14 1.03 s, 2^17 0.56 s, 2^18 0.72 s
+CHUNK = 1 << 16
+_ROWS = 5  # r, c, |c - r|, the quotient |c - r| / |r|, |r| (then the tolerance bound)
+_cpu_rows: Any = None  # the CPU's scratch rows, made once: no allocation per chunk or node
+
+
+def _scratch(torch: Any, device: Any, width: int) -> Any:
+    """_ROWS float64 rows of `width` elements to compute a chunk in. On the CPU one
+    block of CHUNK-wide rows, reused by every chunk of every node (fresh buffers were
+    an allocation, and for large ones page faults, per chunk); elsewhere made per
+    call (one chunk is the whole tensor there, and a kept block would hold memory)."""
+    global _cpu_rows
+    if device.type != "cpu":
+        return torch.empty((_ROWS, width), dtype=torch.float64, device=device)
+    if _cpu_rows is None or _cpu_rows.shape[1] != CHUNK:
+        _cpu_rows = torch.empty((_ROWS, CHUNK), dtype=torch.float64)
+    return _cpu_rows
 
 
 def _finite_stats(torch: Any, ref: Any, cand: Any, rtol: float, atol: float) -> list[float] | None:
     """[sum |c - r|, max |c - r|, max_rel, <c, r>, |r|^2, |c|^2, |c - r|^2, tol_ratio]
-    in float64, CHUNK elements at a time (each chunk's ~15 passes run in cache, not
-    over fresh float64 copies of the whole tensor); None when a value is not finite
-    (a sum is then nan/inf: the caller's masked way counts them)."""
+    in float64, CHUNK elements at a time (each chunk's passes run in cache, in
+    reused rows, not over fresh float64 copies of the whole tensor); each chunk's
+    reductions are written into one table, read with one .tolist() at the end. None
+    when a value is not finite (a sum is then nan/inf: the caller's masked way counts
+    them)."""
     fr_all, fc_all = ref.reshape(-1), cand.reshape(-1)
-    rows = []
+    n = fr_all.numel()
     # an accelerator: one chunk (its passes are launches, not cache misses)
-    step = CHUNK if fr_all.device.type == "cpu" else max(fr_all.numel(), 1)
-    for start in range(0, fr_all.numel(), step):
-        r = fr_all[start:start + step].double()
-        c = fc_all[start:start + step].double()
-        d = torch.sub(c, r).abs_()
-        abs_r = r.abs()
-        row = [d.sum(), d.max(), _max_rel(torch, d, abs_r, ref.dtype, cand.dtype),
-               torch.dot(c, r), torch.dot(r, r), torch.dot(c, c), torch.dot(d, d)]
-        # abs_r is not needed after this: the bound is made in its place
-        row.append(_tolerance_ratio(torch, d, abs_r, rtol, atol, in_place=True))
-        rows.append(torch.stack(row))
-    table = torch.stack(rows)
+    step = CHUNK if fr_all.device.type == "cpu" else max(n, 1)
+    rows = _scratch(torch, fr_all.device, step)
+    table = torch.empty((-(-n // step), 8), dtype=torch.float64, device=fr_all.device)
+    wide = torch.float64 in (ref.dtype, cand.dtype)
+    for out, start in zip(table.unbind(0), range(0, n, step)):
+        width = min(step, n - start)
+        r, c, d, q, bound = rows[:, :width]
+        out = out.unbind(0)
+        r.copy_(fr_all[start:start + width])
+        c.copy_(fc_all[start:start + width])
+        torch.sub(c, r, out=d).abs_()
+        torch.sum(d, 0, out=out[0])
+        torch.amax(d, 0, out=out[1])
+        torch.abs(r, out=bound)
+        _max_rel(torch, d, bound, q, wide, out[2])
+        torch.dot(c, r, out=out[3])
+        torch.dot(r, r, out=out[4])
+        torch.dot(c, c, out=out[5])
+        torch.dot(d, d, out=out[6])
+        # |r| is not needed after this: the bound is made in its place
+        out[7].copy_(_tolerance_ratio(torch, d, bound, rtol, atol, in_place=True))
     sums, maxes = table[:, [0, 3, 4, 5, 6]].sum(0), table[:, [1, 2, 7]].amax(0)
     total, dot, rsq, csq, dsq = sums.tolist()
     if not math.isfinite(total):
@@ -289,29 +319,46 @@ def _all_close(torch: Any, ref: Any, cand: Any, rtol: float, atol: float, ratio:
 
 def _identical(torch: Any, ref: Any, out: Comparison) -> bool:
     """Both runs made the same tensor (torch.equal, one dtype): every error is 0 and
-    the dot products are |r|^2, one float64 pass instead of the full comparison.
-    False (nothing recorded) when |r|^2 is not finite: an Inf (or a float64 overflow)
-    goes the general way, which counts and masks it."""
-    r64 = ref.double().reshape(-1)
-    rsq = float(torch.dot(r64, r64))
+    the dot products are |r|^2, one fused float64 norm (no float64 copy of the
+    tensor: for a weight, that copy's allocation was most of the cost) instead of
+    the full comparison. False (nothing recorded) when |r|^2 is not finite: an Inf
+    (or a float64 overflow) goes the general way, which counts and masks it."""
+    if ref.dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
+        rsq = float(torch.linalg.vector_norm(ref, dtype=torch.float64)) ** 2
+    else:  # float8: the norm does not promote those, a float64 copy does
+        r64 = ref.double().reshape(-1)
+        rsq = float(torch.dot(r64, r64))
     if not math.isfinite(rsq):
         return False
-    out.count += r64.numel()
+    out.count += ref.numel()
     out.dot += rsq
     out.ref_sq += rsq
     out.cand_sq += rsq
     return True
 
 
-def _max_rel(torch: Any, diff: Any, abs_r: Any, *dtypes: Any) -> Any:
-    """max |c - r| / |r| over r != 0, for finite values. Below float64, values'
-    quotients cannot overflow a float64 (the largest over the smallest subnormal is
-    < 1e84), so an Inf or NaN quotient is exactly a zero |r|: one division and an
-    in-place nan_to_num instead of a mask and a where."""
-    if torch.float64 in dtypes:
-        return torch.where(abs_r > 0, diff / abs_r,
-                           torch.zeros((), dtype=diff.dtype, device=diff.device)).max()
-    return torch.div(diff, abs_r).nan_to_num_(nan=0.0, posinf=0.0).max()
+def _same_tensor(torch: Any, ref: Any, cand: Any) -> bool:
+    """One tensor in both runs (the CPU self-check's weights and inputs are the
+    reference's own), or views of the same elements: equal without reading them,
+    where torch.equal would."""
+    if ref is cand:
+        return True
+    return (ref.layout == torch.strided and cand.layout == torch.strided
+            and ref.data_ptr() == cand.data_ptr() and ref.shape == cand.shape
+            and ref.stride() == cand.stride())
+
+
+def _max_rel(torch: Any, diff: Any, abs_r: Any, quotient: Any, wide: bool, out: Any) -> None:
+    """max |c - r| / |r| over r != 0, for finite values, into `out` (`quotient`:
+    scratch). Below float64 (not `wide`), values' quotients cannot overflow a float64
+    (the largest over the smallest subnormal is < 1e84), so an Inf or NaN quotient is
+    exactly a zero |r|: one division and an in-place nan_to_num instead of a mask."""
+    torch.div(diff, abs_r, out=quotient)
+    if wide:
+        quotient.masked_fill_(abs_r == 0, 0.0)
+    else:
+        quotient.nan_to_num_(nan=0.0, posinf=0.0)
+    torch.amax(quotient, 0, out=out)
 
 
 def _tolerance_ratio(torch: Any, diff: Any, abs_r: Any, rtol: float, atol: float,

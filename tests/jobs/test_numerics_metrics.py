@@ -185,3 +185,17 @@ def test_a_tensor_of_several_chunks_equals_numpy():
     cand[-1] = ref[-1] + 100.0
     got = _compared_like_numpy(ref, cand)
     assert got["passes"] == _torch_passes(ref, cand)
+
+
+def test_one_tensor_in_both_runs_and_its_transpose_over_the_same_storage():
+    """The CPU self-check hands both runs the very same weight tensors: compared with
+    itself it is numpy's zero error; its transpose starts at the same address and
+    (square) has the same shape, but pairs other elements: numpy's errors of x vs x.T."""
+    x = torch.randn(48, 48, generator=torch.Generator().manual_seed(5))
+    x[0, 1] = 0.0
+    same = _compared_like_numpy(x, x)
+    assert same["max_abs"] == 0.0 and same["passes"]
+    assert x.T.data_ptr() == x.data_ptr() and x.T.shape == x.shape
+    crossed = _compared_like_numpy(x, x.T)
+    assert crossed["max_abs"] > 0.0
+    assert crossed["passes"] == _torch_passes(x, x.T)
