@@ -465,3 +465,44 @@ def test_conditions_read_as_sympy_means_them() -> None:
     wrong = [(want, render_condition(render_expr(text))) for text, want in CONDITION_CASES
              if render_condition(render_expr(text)) != want]
     assert not wrong, (len(wrong), wrong[:5])
+
+
+# --- smaller surfaces ----------------------------------------------------------------
+
+SYMBOL_CASES = [(text, sorted(s.name for s in sympy.sympify(text, locals=NAMESPACE).free_symbols))
+                for text, _ in RENDER_CASES[:200]]
+
+
+def test_symbols_in_names_each_free_symbol_once() -> None:
+    for text, want in SYMBOL_CASES:
+        got = symbolic.symbols_in(text)
+        assert sorted(got) == want and len(set(got)) == len(got), text
+
+
+def _where_cases() -> list:
+    # Where(cond, a, b) sorts by its arguments' keys, a relation's among them
+    rng = random.Random(99)
+    out = []
+    for _ in range(60):
+        conds = [rng.choice([sympy.Lt, sympy.Gt, sympy.Le, sympy.Ge, sympy.Eq, sympy.Ne])(
+            rng.choice(POS), rng.choice([1, 2, 3, rng.choice(POS)])) for _ in range(2)]
+        w1 = F.Where(conds[0], rng.choice(POS), rng.choice([1, 2, 3]))
+        w2 = F.Where(conds[1], rng.choice(POS), rng.choice([1, 2, 3]))
+        for e in (w1 * w2, w1 + w2, w1 * w2 * rng.choice(POS), F.Max(w1, w2)):
+            out.append((sympy.srepr(e), str(e)))
+    return out
+
+
+WHERE_CASES = _where_cases()
+
+
+def test_where_products_render_as_sympy_prints_them() -> None:
+    wrong = [(want, render_expr(text)) for text, want in WHERE_CASES if render_expr(text) != want]
+    assert not wrong, (len(wrong), wrong[:5])
+
+
+def test_printed_text_outside_the_grammar_is_refused() -> None:
+    for text in ["Max(s0 s1)", "s0 + )", "Max(s0,)", "s0 * ,", "Max(s0", "s0 ** ", "+s0",
+                 "2 3", "Max(s0, s1))", "s0 % % 2", "()"]:
+        with pytest.raises(ExprSyntaxError):
+            parse_printed(text)
