@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from fractions import Fraction
 
 import pytest
@@ -325,22 +326,48 @@ def test_evaluate_gives_what_sympy_substitutes() -> None:
     assert not wrong, (len(wrong), wrong[:5])
 
 
-def test_evaluate_of_printed_text_gives_what_sympy_substitutes() -> None:
-    """parse_printed of str(e) (the form torch keys derived dims by) evaluates to
-    sympy's value, where the printed form is in parse_printed's grammar."""
-    read = 0
+# what parse_printed reads: integers, names, calls, + - * / // % ** and parentheses
+_PRINTED_GRAMMAR = re.compile(r"[A-Za-z_0-9\s+\-*/%(),]*")
+_EVALUATED_CALLS = {"Max", "Min", "Mod", "PythonMod", "FloorDiv", "CleanDiv", "IntTrueDiv",
+                    "ModularIndexing", "Abs", "floor", "ceiling", "PowByNatural"}
+
+
+def _rebuild_printed(tree: object) -> object:
+    """A parse_printed tree -> sympy (names as the generator's symbols), test side."""
+    if not isinstance(tree, Call):
+        return tree
+    if tree.head == "Name":
+        return BY_NAME[tree.args[0]]
+    if tree.head == "Neg":
+        return -_rebuild_printed(tree.args[0])
+    cls = {"Add": sympy.Add, "Mul": sympy.Mul, "Pow": sympy.Pow}.get(tree.head) or NAMESPACE[tree.head]
+    return cls(*(_rebuild_printed(a) for a in tree.args), **dict(tree.kwargs))
+
+
+BY_NAME = {s.name: s for s in SYMS}
+
+
+def test_printed_text_reads_as_sympy_means_it() -> None:
+    """parse_printed of str(e) (the form torch keys derived dims by): every text in its
+    grammar is read, and both evaluate() of the tree and sympy's own reading of it
+    (rebuilt through sympy's classes) give sympy's value of e."""
+    read = evaluated = 0
     for _, printed, values in EVAL_CASES:
-        try:
-            tree = parse_printed(printed)
-        except ExprSyntaxError:
+        if not _PRINTED_GRAMMAR.fullmatch(printed):
+            with pytest.raises(ExprSyntaxError):
+                parse_printed(printed)
             continue
-        try:
-            got = [evaluate(tree, env) for env in ENVS]
-        except ExprSyntaxError:  # a head evaluate does not take (Abs, floor...)
-            continue
+        tree = parse_printed(printed)
         read += 1
-        assert all(_same_value(g, w) for g, w in zip(got, values)), printed
-    assert read > 150
+        rebuilt = sympy.sympify(_rebuild_printed(tree))
+        for env, want in zip(ENVS, values):
+            got = rebuilt.subs({s: env[s.name] for s in SYMS})
+            assert _same_value(_exact(got), want), printed
+        if set(re.findall(r"(\w+)\(", printed)) <= _EVALUATED_CALLS:
+            got = [evaluate(tree, env) for env in ENVS]
+            assert all(_same_value(g, w) for g, w in zip(got, values)), printed
+            evaluated += 1
+    assert read > 200 and evaluated > 150
 
 
 # heads torch's classes evaluate away or sympy spells differently: hand-written texts
@@ -405,7 +432,7 @@ def test_evaluate_refuses_what_it_cannot_compute() -> None:
         evaluate(None, env)
     with pytest.raises(UnresolvedSymbol) as err:
         evaluate(parse_srepr("Add(Symbol('s5'), Symbol('zz'))"), env)
-    assert err.value.symbol == "zz"
+    assert err.value.symbol == "zz" and str(err.value) == "zz"
     assert evaluate(True, env) is True and evaluate(parse_printed("s0"), env) == env["s0"]
 
 
@@ -501,8 +528,47 @@ def test_where_products_render_as_sympy_prints_them() -> None:
     assert not wrong, (len(wrong), wrong[:5])
 
 
+# refusals name what is wrong (the message reaches the user: vetting, --input errors)
+PRINTED_REFUSALS = [("Max(s0 s1)", "expected ',' or ')'"), ("s0 + )", "unexpected ')'"),
+                    ("Max(s0,)", "unexpected ')'"), ("s0 * ,", "unexpected ','"),
+                    ("Max(s0", "expected ',' or ')'"), ("s0 ** ", "unexpected end"),
+                    ("+s0", "unexpected '+'"), ("2 3", "unexpected '3'"),
+                    ("Max(s0, s1))", "unexpected ')'"), ("s0 % % 2", "unexpected '%'"),
+                    ("()", "unexpected ')'"), ("(s0 + 1", "unclosed '('"), ("(s0 s1)", "unclosed '('"),
+                    ("", "empty expression"), ("s0 @ 1", "unexpected character '@'"),
+                    ("(" * 40 + "s0" + ")" * 40, "expression nested too deeply"),
+                    ("-" * 70 + "s0", "expression nested too deeply"),
+                    ("s0+" * 2000, "expression too long")]
+SREPR_REFUSALS = [("Add(Symbol('s0') Integer(1))", "expected ',' or ')'"),
+                  ("Add(Symbol('s0'), Integer(1)", "expected ',' or ')'"),
+                  ("Add(Symbol('s0'),", "unclosed '('"), ("Add(", "unclosed '('"), ("Add(Symbol('s0'), -", "unexpected end"),
+                  ("Symbol('s0', positive=", "unexpected end"),
+                  ("Add(Symbol('s0')))", "unexpected ')'"), ("Add(=)", "unexpected '='"),
+                  ("Add(Symbol('s0'), @)", "unexpected character '@'"),
+                  ("Add(" * 70 + "Integer(1)" + ")" * 70, "expression nested too deeply"),
+                  ("Integer(1)" * 500, "expression too long")]
+
+
 def test_printed_text_outside_the_grammar_is_refused() -> None:
-    for text in ["Max(s0 s1)", "s0 + )", "Max(s0,)", "s0 * ,", "Max(s0", "s0 ** ", "+s0",
-                 "2 3", "Max(s0, s1))", "s0 % % 2", "()"]:
-        with pytest.raises(ExprSyntaxError):
+    for text, message in PRINTED_REFUSALS:
+        with pytest.raises(ExprSyntaxError) as err:
             parse_printed(text)
+        assert str(err.value) == message, text
+
+
+def test_srepr_outside_the_grammar_is_refused() -> None:
+    for text, message in SREPR_REFUSALS:
+        with pytest.raises(ExprSyntaxError) as err:
+            parse_srepr(text)
+        assert str(err.value) == message, text
+
+
+def test_text_that_is_no_condition_comes_back_unchanged() -> None:
+    # raw text (what render_expr returns when it cannot read it) and calls that are no
+    # Eq/Ne: nothing to rewrite; sympy prints an undefined function the same way
+    f = sympy.Function
+    texts = ["(( & s0", "(s0 | s1", "Eq(s0, 1", "Eq(s0)(1)", "Eq(s0, (1)", "Ne((s0, 1)",
+             "s0 < (s1 & s2 > 3", "Eq(s0, 1, 2)"]
+    texts += [str(f(n)(POS[0], 2)) for n in ("Lt", "Gt", "Eqx", "Nex", "Or", "Eq2")]
+    for text in texts:
+        assert render_condition(text) == text, text
