@@ -347,6 +347,16 @@ def _rebuild_printed(tree: object) -> object:
 BY_NAME = {s.name: s for s in SYMS}
 
 
+def _assert_calls_hold_keyword_tuples(tree: object) -> None:
+    """Every Call's kwargs is a tuple of pairs: vetting iterates them on each node."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Call):
+            assert isinstance(node.kwargs, tuple) and all(len(kv) == 2 for kv in node.kwargs)
+            stack.extend(node.args)
+
+
 def test_printed_text_reads_as_sympy_means_it() -> None:
     """parse_printed of str(e) (the form torch keys derived dims by): every text in its
     grammar is read into a tree that, rebuilt through sympy's classes, is e again (or
@@ -359,6 +369,7 @@ def test_printed_text_reads_as_sympy_means_it() -> None:
             continue
         tree = parse_printed(printed)
         read += 1
+        _assert_calls_hold_keyword_tuples(tree)
         rebuilt = sympy.sympify(_rebuild_printed(tree))
         if rebuilt != e and str(rebuilt) != printed:  # sympy re-evaluated it: values
             for env, want in zip(ENVS, values):
@@ -555,6 +566,21 @@ def test_printed_text_outside_the_grammar_is_refused() -> None:
         with pytest.raises(ExprSyntaxError) as err:
             parse_printed(text)
         assert str(err.value) == message, text
+
+
+def test_texts_up_to_the_length_bound_are_read() -> None:
+    bound = symbolic.MAX_EXPR_CHARS
+    # a flat call (a long sum nests one Add per term, past Python's recursion limit)
+    numbers = ["7"] * ((bound - 3) // 3)
+    numbers[-1] += "7" * ((bound - 3) % 3)
+    printed = "Max(" + ", ".join(numbers) + ")"
+    assert len(printed) == bound
+    assert evaluate(parse_printed(printed), {}) == sympy.Max(*(int(n) for n in numbers))
+    srepr = "Integer(" + "7" * (bound - 9) + ")"
+    assert len(srepr) == bound and evaluate(parse_srepr(srepr), {}) == int("7" * (bound - 9))
+    for text, parse in ((printed + "1", parse_printed), (srepr + " ", parse_srepr)):
+        with pytest.raises(ExprSyntaxError):
+            parse(text)
 
 
 def test_srepr_outside_the_grammar_is_refused() -> None:
