@@ -436,12 +436,15 @@ def test_evaluate_refuses_what_it_cannot_compute() -> None:
                  "ModularIndexing(Symbol('s0'), Integer(1))", "Integer(Integer(1), Integer(2))",
                  "Rational(Integer(1))", "'s0'", "Foo(Integer(1))"]:
         tree = parse_srepr(text)
-        with pytest.raises(ExprSyntaxError):
+        with pytest.raises(ExprSyntaxError) as err:
             evaluate(tree, env)
-    with pytest.raises(ExprSyntaxError):
-        evaluate("s0", env)
-    with pytest.raises(ExprSyntaxError):
-        evaluate(None, env)
+        # the message names the head (it reaches the user through --input errors)
+        want = f"unexpected {tree!r}" if isinstance(tree, str) else f"cannot evaluate {tree.head}"
+        assert str(err.value) == want, text
+    for value in ("s0", None):
+        with pytest.raises(ExprSyntaxError) as err:
+            evaluate(value, env)
+        assert str(err.value) == f"unexpected {value!r}"
     with pytest.raises(UnresolvedSymbol) as err:
         evaluate(parse_srepr("Add(Symbol('s5'), Symbol('zz'))"), env)
     assert err.value.symbol == "zz" and str(err.value) == "zz"
