@@ -597,7 +597,7 @@ def test_text_that_is_no_condition_comes_back_unchanged() -> None:
     # raw text (what render_expr returns when it cannot read it) and calls that are no
     # Eq/Ne: nothing to rewrite; sympy prints an undefined function the same way
     f = sympy.Function
-    texts = ["(( & s0", "(s0 | s1", "Eq(s0, 1", "Eq(s0)(1)", "Eq(s0, (1)", "Ne((s0, 1)",
+    texts = ["(( & s0", "(s0 | s1", "s0 & ((", "s0 | (x", "s0 & (x & (", "Eq(s0, 1", "Eq(s0)(1)", "Eq(s0, (1)", "Ne((s0, 1)",
              "s0 < (s1 & s2 > 3", "Eq(s0, 1, 2)"]
     texts += [str(f(n)(POS[0], 2)) for n in ("Lt", "Gt", "Eqx", "Nex", "Or", "Eq2")]
     for text in texts:
