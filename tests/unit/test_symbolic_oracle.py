@@ -602,3 +602,41 @@ def test_text_that_is_no_condition_comes_back_unchanged() -> None:
     texts += [str(f(n)(POS[0], 2)) for n in ("Lt", "Gt", "Eqx", "Nex", "Or", "Eq2")]
     for text in texts:
         assert render_condition(text) == text, text
+
+
+# srepr writes each Add / Mul / Max / Min in sympy's own order, so a printer that kept
+# that order would pass every test above: the same trees with their arguments shuffled
+# (sympy reads them back as the same expression) must print the same
+_COMMUTATIVE = (sympy.Add, sympy.Mul, F.Max, F.Min, sympy.And, sympy.Or)
+
+
+def _shuffled_srepr(e: object, rng: random.Random) -> str:
+    if not isinstance(e, sympy.Basic) or e.is_Atom or not e.args:
+        return sympy.srepr(e)
+    args = list(e.args)
+    if isinstance(e, _COMMUTATIVE):
+        numbers = [a for a in args if a.is_Number] if isinstance(e, sympy.Mul) else []
+        rest = [a for a in args if a not in numbers]
+        rng.shuffle(rest)
+        args = numbers + rest  # a Mul's coefficient stays first, as srepr writes it
+    return f"{type(e).__name__}({', '.join(_shuffled_srepr(a, rng) for a in args)})"
+
+
+def _shuffled_cases() -> list:
+    rng = random.Random(5)
+    out = []
+    for e in _cases(2028, 300):
+        text = _shuffled_srepr(e, rng)
+        if text != sympy.srepr(e) and sympy.sympify(text, locals=NAMESPACE) == e:
+            out.append((text, str(e)))
+    return out
+
+
+SHUFFLED_CASES = _shuffled_cases()
+
+
+def test_shuffled_arguments_render_in_sympys_order() -> None:
+    assert len(SHUFFLED_CASES) > 100
+    wrong = [(want, render_expr(text)) for text, want in SHUFFLED_CASES
+             if render_expr(text) != want]
+    assert not wrong, (len(wrong), wrong[:5])
