@@ -184,7 +184,8 @@ def test_infinities_render_as_sympy_prints_them() -> None:
     s0, s1 = POS[:2]
     for e in (sympy.oo, -sympy.oo, sympy.zoo, sympy.nan, sympy.oo + s0, s0 - sympy.oo,
               F.Max(s0, 2 * s1), sympy.pi * s0, sympy.E * s0 ** 2,
-              sympy.Rational(1, 2) * sympy.pi, s0 ** sympy.pi, sympy.oo * s0):
+              sympy.Rational(1, 2) * sympy.pi, s0 ** sympy.pi, sympy.oo * s0,
+              -sympy.oo * INTS[0], -sympy.oo * INTS[0] * INTS[1], sympy.oo * INTS[0] + s0):
         assert render_expr(sympy.srepr(e)) == str(e), sympy.srepr(e)
 
 
@@ -220,7 +221,7 @@ SPELLED = [
     "Mul(1e3, Symbol('s0'))", "Add(Symbol('s0'), 1.5e-3)", "Add(Symbol('s0'), 2E2)",
     "Mul(Integer(-1), Integer(2), Symbol('s0'))", "Mul(Rational(1, 2), Integer(4), Symbol('s1'))",
     "Mul(Float('0.5', precision=53), Integer(3), Symbol('s0'))", "Add(Symbol('s0'), -Integer(3))",
-    "Mul(Integer(2), Rational(1, 2), Symbol('s0'))",
+    "Mul(Integer(2), Rational(1, 2), Symbol('s0'))", "Mul(Integer(-2), Integer(3))", "Mul(-oo, Symbol('u0', integer=True))",
     "Symbol('s0', integer=True, positive=True)", "Pow(Symbol('s0'), Rational(2, 4))",
     "Rational(4, 2)", "Rational(-6, 4)", "Add(Symbol('s0'), Rational(3, 1))",
         "Max(Symbol('s0'), Integer(5))", "Add(Symbol('s0'), oo)", "Mul(-1, oo)",
