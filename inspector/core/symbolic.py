@@ -766,7 +766,8 @@ def render_condition(text: str) -> str:
     Works on the printed text (already made safe by render_expr); never evaluates."""
     parts = _split_top(text, " & ")
     if len(parts) > 1:
-        return " & ".join(render_condition(_unwrap(p)) for p in parts)
+        # an `|` chain inside an `&` keeps its parentheses: `a & (b | c)` is not `a & b | c`
+        return " & ".join(_parenthesize_or(render_condition(_unwrap(p))) for p in parts)
     parts = _split_top(text, " | ")
     if len(parts) > 1:
         return " | ".join(render_condition(_unwrap(p)) for p in parts)
@@ -777,6 +778,10 @@ def render_condition(text: str) -> str:
         if len(args) == 2:
             return f"{args[0]} {_RELATION_WORDS[head]} {args[1]}"
     return text
+
+
+def _parenthesize_or(text: str) -> str:
+    return f"({text})" if len(_split_top(text, " | ")) > 1 else text
 
 
 def _closing(text: str, start: int) -> int:
