@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QHelpEvent, QTextDocument
+from PySide6.QtGui import Qt as GuiQt  # mightBeRichText is a QtGui function of the Qt namespace
 from PySide6.QtWidgets import QLabel, QTableWidget, QToolTip
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout (each tests/ folder has a conftest)
@@ -304,7 +305,7 @@ def test_text_from_the_archive_stays_plain(qtbot, window, open_wait, shapes_arch
     _show_program(qtbot, window, tab, panel, "main")
     table = panel.tables.tables["assertions"]
     codes = [a["code"] for a in cli["main"]["assertions"]]
-    html_bearing = [r for r in range(table.rowCount()) if Qt.mightBeRichText(table.item(r, 3).text())]
+    html_bearing = [r for r in range(table.rowCount()) if GuiQt.mightBeRichText(table.item(r, 3).text())]
     assert html_bearing  # the file path holds HTML_DIR; one check's code an HTML comment
     assert any("<b>k</b>" in (c or "") for c in codes)
     for r in range(table.rowCount()):
