@@ -45,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     # find them all first and say so in one line.
     check_xcb()
 
+    _import_qt_sparing_the_feature_scan()
     from PySide6.QtWidgets import QApplication
 
     from inspector.ui import qt_messages
@@ -74,6 +75,51 @@ def run(args: argparse.Namespace) -> int:
         window.open_archive(f)
     _close_on_termination(app, window)
     return app.exec()
+
+
+# Qt-free modules of the first screen (each pulls in its own imports)
+FIRST_SCREEN_CORE = (
+    "inspector.core.document",
+    "inspector.core.annotations",
+    "inspector.core.selection",
+    "inspector.core.shapes",
+    "inspector.core.heap",
+    "inspector.core.line_highlight",
+    "inspector.core.text",
+    "inspector.core.aoti",
+    "inspector.core.device_choices",
+    "inspector.core.sources",
+    "inspector.core.source_spans",
+)
+
+
+def _import_qt_sparing_the_feature_scan() -> None:
+    """Import the first screen's Qt-free modules, then PySide6, and enter every
+    module imported so far in PySide6's feature table.
+
+    PySide6 installs an import hook for its `__feature__` switches (snake_case,
+    true_property): the first time a module name is imported after PySide6, the hook
+    reads that module's whole source (`inspect.getsource`) to see whether it mentions
+    PySide6: ~130 modules on the way to the first screen, ~40 ms of the launch. This
+    project selects no feature, so the answer changes nothing: the modules already
+    imported are entered as the scan enters a module that does not use PySide6 (-1,
+    "ignore this module"); the ui package, imported later, is scanned as before. Not
+    in inspector.ui: importing that package imports PySide6 (pyside_refcounts.py).
+    A PySide6 without that table is left as it is."""
+    import importlib
+
+    for name in FIRST_SCREEN_CORE:
+        importlib.import_module(name)
+    import PySide6.QtWidgets  # noqa: F401  (installs the hook)
+
+    try:
+        from PySide6.support import feature
+    except ImportError:
+        return
+    table = getattr(feature, "pyside_feature_dict", None)
+    if isinstance(table, dict):
+        for name in list(sys.modules):
+            table.setdefault(name, -1)
 
 
 def _close_on_termination(app, window) -> None:
