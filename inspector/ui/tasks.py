@@ -37,7 +37,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
 
 from inspector.core.errors import InspectorError
 from inspector.ui.gui_gc import collect_on_gui_thread
@@ -147,19 +147,38 @@ class TaskGroup(QObject):
         self._live: dict[Task, tuple[Done | None, Failed | None, Callable[[], Any] | None]] = {}
         self._closing: list[Callable[[], Any]] = []
         self._gated: list[Task] | None = None  # None: the gate is open (or there is none)
+        self._gate_signal: Any = None
+        self._gate_timer: QTimer | None = None
 
     def gate_until(self, signal: Any, max_ms: int) -> None:
         """Hold the tasks started with gated=True until `signal` fires or `max_ms`
-        have passed, whichever comes first; then the gate stays open."""
-        if self._gated is None:
-            self._gated = []
-            signal.connect(self.open_gate)
-            QTimer.singleShot(max_ms, self, self.open_gate)
+        have passed, whichever comes first; then the gate stays open until the next
+        gate_until (a Document closes it again for each program it shows)."""
+        if self._gated is not None:
+            return  # closed already: the first signal or deadline opens it
+        self._gated = []
+        self._gate_signal = signal
+        # queued: the held tasks start once what the signal's emitter is doing (a paint)
+        # is over, and after every other slot of that signal
+        signal.connect(self.open_gate, Qt.ConnectionType.QueuedConnection)
+        if self._gate_timer is None:
+            self._gate_timer = QTimer(self)
+            self._gate_timer.setSingleShot(True)
+            self._gate_timer.timeout.connect(self.open_gate)
+        self._gate_timer.start(max_ms)
 
     def open_gate(self) -> None:
         """Start the held tasks (in the order they were started) and every later one."""
+        if self._gated is None:
+            return
         held, self._gated = self._gated, None
-        for task in held or ():
+        signal, self._gate_signal = self._gate_signal, None
+        try:
+            signal.disconnect(self.open_gate)
+        except (RuntimeError, TypeError):  # its sender is gone already
+            pass
+        self._gate_timer.stop()
+        for task in held:
             self.pool.start(task)
 
     def start(self, fn: Callable[..., Any], *args: Any, on_done: Done | None = None,

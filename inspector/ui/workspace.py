@@ -303,8 +303,7 @@ class Workspace(QObject):
         task = self._run(self._opening, f"Opening {path.name} ({size / 1e6:.1f} MB)…",
                          _open_showing_first_screen, path, program, context=True,
                          on_partial=self.firstScreenReady.emit, on_done=done, on_fail=failed)
-        if task is not None:
-            self._open_tasks[path] = task
+        self._open_tasks[path] = task
         return None
 
     def cancel_open(self, path: str | Path) -> None:
@@ -371,6 +370,7 @@ class Workspace(QObject):
 
     def _loaded(self, doc: Document, view: ProgramView) -> None:
         doc.views[view.name] = view
+        doc.tasks.gate_until(doc.listingPainted, PAINT_WAIT_MS)  # as _opened, for its lines
         self.programLoaded.emit(doc, view)
         self._index(doc, view)
 
@@ -389,22 +389,18 @@ class Workspace(QObject):
             if idx is not None:  # None: stopped (the document closed)
                 self.programIndexed.emit(doc, idx.apply(view))
 
-        # Started once the listing has painted its first screen (or after
-        # PAINT_WAIT_MS, for a tab not on screen): until then it would hold the
-        # GIL against the painting GUI thread.
+        # gated: started once the listing has painted its first screen (or after
+        # PAINT_WAIT_MS, for a tab not on screen); until then it would hold the GIL
+        # against the painting GUI thread. Closing the document cancels it there too.
         self._run(doc.tasks, f"Listing and indexing {view.name} ({view.node_count:,} nodes)…",
                   _stream_and_index, view, key=f"index:{view.name}", context=True,
                   on_progress=grew, on_done=indexed,
-                  on_fail=lambda msg, det: self.loadFailed.emit(doc, msg, det),
-                  after=(doc.listingPainted, lambda: doc.closed))
+                  on_fail=lambda msg, det: self.loadFailed.emit(doc, msg, det), gated=True)
 
     def _run(self, group: TaskGroup, message: str, fn, *args, on_done, on_fail,
-             key: str | None = None, after: tuple[Any, Callable[[], bool]] | None = None,
-             **options) -> Task | None:
-        """A load counted by busyChanged/loadsFinished (cancelled ones included),
-        from now on; `after` = (signal, dropped): started when the signal fires
-        (at most PAINT_WAIT_MS later), not at all if dropped() says so then.
-        Returns the task, when it started now."""
+             **options) -> Task:
+        """`group.start(...)` of a load counted by busyChanged/loadsFinished
+        (cancelled ones included), from now on: gated ones while they wait too."""
         self._loads += 1
         if self._loads == 1:
             self.busyChanged.emit(True)
@@ -430,31 +426,7 @@ class Workspace(QObject):
             ended()
             on_fail(msg, det)
 
-        def start() -> Task:
-            return group.start(fn, *args, on_done=done, on_fail=failed, on_end=ended, key=key,
-                               **options)
-
-        if after is None:
-            return start()
-        signal, dropped = after
-        waiting = [True]
-
-        def go() -> None:
-            if not waiting[0]:
-                return
-            waiting[0] = False
-            try:
-                signal.disconnect(go)
-            except (RuntimeError, TypeError):  # the sender is gone already
-                pass
-            if dropped():
-                ended()
-            else:
-                start()
-
-        signal.connect(go)
-        QTimer.singleShot(PAINT_WAIT_MS, self, go)
-        return None
+        return group.start(fn, *args, on_done=done, on_fail=failed, on_end=ended, **options)
 
     def _maybe_loads_finished(self) -> None:
         if self._loads == 0:

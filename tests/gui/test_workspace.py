@@ -135,6 +135,31 @@ def test_a_gate_opens_by_itself_when_its_signal_never_comes(qtbot, group):
     qtbot.waitUntil(lambda: got == ["late"], timeout=5000)
 
 
+def test_a_gate_closes_again_for_the_next_program_and_its_old_deadline_is_void(qtbot, group):
+    """A Document gates again for each program it shows: the second gate waits for the
+    second paint; the first gate's deadline (passed while the second waits) and the
+    first gate's signal (fired again) do not open it."""
+    from PySide6.QtCore import QObject, Signal
+
+    class Painter(QObject):
+        painted = Signal()
+        other = Signal()
+
+    painter = Painter()
+    got = []
+    group.gate_until(painter.painted, 150)
+    painter.painted.emit()  # the first program's paint opens the first gate
+    qtbot.wait(10)  # (once the emitter's work is over: a queued slot)
+    group.gate_until(painter.other, 60_000)  # the next program's gate
+    group.start(lambda: "second", on_done=got.append, gated=True)
+    qtbot.wait(400)  # the first deadline has passed
+    painter.painted.emit()
+    qtbot.wait(50)
+    assert got == [] and group.busy()  # still held
+    painter.other.emit()
+    qtbot.waitUntil(lambda: got == ["second"], timeout=5000)
+
+
 def test_cancelling_a_group_ends_its_gated_tasks(qtbot, group):
     from PySide6.QtCore import QObject, Signal
 
